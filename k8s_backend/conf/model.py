@@ -1,0 +1,244 @@
+"""Typed, frozen configuration objects built from Spark properties.
+
+Build them with :meth:`k8s_backend.KubernetesConf.from_spark_conf`; constructing them by hand is for
+tests. Durations are float seconds, memory sizes are MiB, defaults are Spark 4.3's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from k8s_backend.conf.frozen import FrozenDict, freeze
+
+DEFAULT_PROFILE_ID = 0
+DEFAULT_CONTAINER_NAME = "spark-kubernetes-executor"
+SPARK_CONF_DIR_IN_POD = "/opt/spark/conf"
+
+
+@attrs.frozen
+class ResourceRequest:
+    """A custom executor resource such as GPUs (``spark.executor.resource.<name>.*``)."""
+
+    name: str
+    amount: int
+    vendor: str = ""
+    discovery_script: str = ""
+
+
+@attrs.frozen
+class ResourceProfile:
+    """What one executor of a resource profile needs; profile 0 comes from ``spark.executor.*``."""
+
+    id: int = DEFAULT_PROFILE_ID
+    cores: int = 1
+    memory_mib: int = 1024
+    memory_overhead_mib: int | None = None  # explicit spark.executor.memoryOverhead
+    offheap_mib: int = 0
+    pyspark_memory_mib: int = 0
+    custom_resources: tuple[ResourceRequest, ...] = ()
+    task_cpus: int = 1
+
+
+@attrs.frozen
+class VolumeSpec:
+    """One ``spark.kubernetes.executor.volumes.<type>.<name>.*`` volume."""
+
+    name: str
+    type: str  # hostPath | emptyDir | nfs | persistentVolumeClaim
+    mount_path: str
+    mount_sub_path: str = ""
+    mount_read_only: bool = False
+    path: str = ""  # hostPath and nfs
+    server: str = ""  # nfs
+    claim_name: str = ""  # persistentVolumeClaim; "OnDemand" or containing SPARK_EXECUTOR_ID
+    storage_class: str = ""
+    size_limit: str = ""  # Kubernetes quantity, e.g. "10Gi"
+    medium: str = ""  # emptyDir
+
+
+@attrs.frozen
+class ApiClientConf:
+    """How to reach the API server (``spark.kubernetes.authenticate.*``, timeouts, context)."""
+
+    master: str = ""  # API server URL; "" means kubeconfig or in-cluster
+    context: str = ""
+    trust_certificates: bool = False
+    request_timeout: float = 10.0
+    connection_timeout: float = 10.0
+    oauth_token: str = ""
+    oauth_token_file: str = ""
+    ca_cert_file: str = ""
+    client_key_file: str = ""
+    client_cert_file: str = ""
+
+
+@attrs.frozen
+class AllocationConf:
+    """``spark.kubernetes.allocation.*``."""
+
+    allocator: str = "direct"
+    batch_size: int = 20
+    batch_delay: float = 1.0
+    max_pending_pods: int = 2**31 - 1
+    max_pending_pods_per_rp: int = 2**31 - 1
+    executor_timeout: float = 600.0
+    driver_readiness_timeout: float = 1.0
+
+    @property
+    def pod_creation_timeout(self) -> float:
+        """A requested pod never seen in a snapshot is given up after this long (as Spark)."""
+        return max(5 * self.batch_delay, self.executor_timeout)
+
+
+@attrs.frozen
+class SnapshotsConf:
+    """How executor pods are observed: watch, polling and snapshot delivery."""
+
+    enable_api_watcher: bool = True
+    enable_api_polling: bool = True
+    api_polling_interval: float = 30.0
+    enable_polling_with_resource_version: bool = False
+    event_processing_interval: float = 1.0
+    missing_pod_detect_delta: float = 30.0
+    check_all_containers: bool = False
+    subscribers_shutdown_grace_period: float = 20.0
+
+
+@attrs.frozen
+class LifecycleConf:
+    """What happens to executors that end, are killed or are decommissioned."""
+
+    delete_on_termination: bool = True
+    decommission_label: str | None = None
+    decommission_label_value: str = ""
+    delete_grace_period: float = 5.0  # spark.kubernetes.dynamicAllocation.deleteGracePeriod
+    max_executor_failures: int | None = None  # None: max(3, 2 x max executors)
+    failures_validity_interval: float | None = None
+
+
+@attrs.frozen
+class ScalingConf:
+    """How many executors: static instances or dynamic allocation."""
+
+    executor_instances: int = 2
+    dynamic_allocation: bool = False
+    min_executors: int = 0
+    max_executors: int = 2**31 - 1
+    initial_executors: int = 0
+    executor_idle_timeout: float = 60.0
+    min_registered_ratio: float = 0.8
+
+    @property
+    def initial_target(self) -> int:
+        """The executor count asked for at start (Spark's getInitialTargetExecutorNumber)."""
+        if self.dynamic_allocation:
+            return max(self.min_executors, self.initial_executors)
+        return self.executor_instances
+
+    @property
+    def max_target(self) -> int:
+        return self.max_executors if self.dynamic_allocation else self.executor_instances
+
+
+@attrs.frozen
+class DriverConf:
+    """What executors need to know about the driver."""
+
+    pod_name: str | None = None
+    host: str = ""
+    port: int = 7078
+    own_pvc: bool = True
+    reuse_pvc: bool = True
+    wait_to_reuse_pvc: bool = False
+    delete_service_on_termination: bool = True
+    service_account: str | None = None  # spark.kubernetes.authenticate.driver.serviceAccountName
+
+
+@attrs.frozen
+class ExecutorPodConf:
+    """Everything that shapes an executor pod."""
+
+    image: str | None = None
+    pull_policy: str = "IfNotPresent"
+    pull_secrets: tuple[str, ...] = ()
+    pod_name_prefix: str | None = None
+    labels: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)
+    annotations: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)
+    node_selector: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)
+    environment: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)  # spark.executorEnv.*
+    secret_env: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)  # ENV -> "secret:key"
+    secret_mounts: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)  # secret -> path
+    volumes: tuple[VolumeSpec, ...] = ()
+    local_dirs: tuple[str, ...] = ()  # spark.local.dir split on commas; empty: a generated one
+    local_dirs_tmpfs: bool = False
+    pod_template_file: str | None = None
+    pod_template_container_name: str | None = None
+    service_account: str | None = None
+    scheduler_name: str | None = None
+    request_cores: str | None = None  # Kubernetes CPU quantity, default profile only
+    limit_cores: str | None = None
+    memory_overhead_factor: float = 0.1
+    min_memory_overhead_mib: int = 384
+    block_manager_port: int = 7079
+    extra_java_options: str = ""
+    extra_class_path: str = ""
+    decommission_enabled: bool = False
+    decommission_script: str = "/opt/decom.sh"
+    feature_steps: tuple[str, ...] = ()
+    disable_config_map: bool = False
+    config_map_max_size: int = 1048576
+    use_driver_pod_ip: bool = True
+    legacy_read_write_once: bool = False
+    default_profile: ResourceProfile = ResourceProfile()
+
+    @property
+    def container_name(self) -> str:
+        return self.pod_template_container_name or DEFAULT_CONTAINER_NAME
+
+
+@attrs.frozen
+class KubernetesConf:
+    """The whole configuration of a k8s_backend application, grouped by concern."""
+
+    namespace: str = "default"
+    app_name: str = "spark"
+    app_id: str | None = None  # spark.app.id, if set
+    api: ApiClientConf = ApiClientConf()
+    allocation: AllocationConf = AllocationConf()
+    snapshots: SnapshotsConf = SnapshotsConf()
+    lifecycle: LifecycleConf = LifecycleConf()
+    scaling: ScalingConf = ScalingConf()
+    driver: DriverConf = DriverConf()
+    executor: ExecutorPodConf = ExecutorPodConf()
+    spark_properties: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)
+
+    @classmethod
+    def from_spark_conf(cls, conf: object) -> KubernetesConf:
+        """Read and check Spark properties (a mapping or a ``pyspark.SparkConf``).
+
+        Raises :class:`k8s_backend.ConfigError` naming the key, the bad value and what is accepted.
+        """
+        from k8s_backend.conf.parse import parse_spark_conf
+
+        return parse_spark_conf(conf)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        """A raw Spark property."""
+        value = self.spark_properties.get(key, default)
+        return None if value is None else str(value)
+
+    @property
+    def max_executor_failures(self) -> int:
+        """Spark's maxNumExecutorFailures: explicit, else max(3, 2 x max executors)."""
+        explicit = self.lifecycle.max_executor_failures
+        if explicit is not None:
+            return explicit
+        return max(3, 2 * min(self.scaling.max_target, 2**30))
+
+    def with_properties(self, extra: Mapping[str, str]) -> KubernetesConf:
+        """A copy re-parsed with extra Spark properties on top."""
+        merged = dict(self.spark_properties)
+        merged.update(extra)
+        return KubernetesConf.from_spark_conf(merged)

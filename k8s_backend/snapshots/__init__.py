@@ -1,0 +1,1 @@
+"""Observing executor pods: pod states, immutable snapshots, the snapshot store, watch and polling sources."""

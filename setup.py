@@ -1,0 +1,5 @@
+"""Thin setup script: all metadata lives in setup.cfg."""
+
+from setuptools import setup
+
+setup()
