@@ -1,0 +1,234 @@
+"""The snapshot store: sources push pods in, subscribers get batches out at their own cadence.
+
+Costs: ``update_pod`` is O(subscribers); ``replace_snapshot`` is O(pods in the list); a delivery copies the
+current view at most once per change, not per event. So 10,000 pods and a burst of 20,000 watch events stay
+linear.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from types import MappingProxyType
+from typing import Protocol
+
+from k8s_backend.kube.port import Obj
+from k8s_backend.scheduling import Cancellable, Clock, Scheduler
+from k8s_backend.snapshots.snapshot import ExecutorPodsSnapshot, SnapshotBatch
+from k8s_backend.snapshots.states import (
+    ExecutorPodState,
+    PodPhase,
+    PodStateRules,
+    parse_resource_version,
+)
+
+log = logging.getLogger(__name__)
+
+SubscriberCallback = Callable[[SnapshotBatch], None]
+
+
+class SnapshotsStore(Protocol):
+    """What sources and subscribers see of the store."""
+
+    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> None: ...
+
+    def notify_subscribers(self) -> None: ...
+
+    def update_pod(self, pod: Obj, *, deleted: bool = False) -> None: ...
+
+    def replace_snapshot(self, pods: Sequence[Obj], resource_version: str | None = None) -> None: ...
+
+    def current(self) -> ExecutorPodsSnapshot: ...
+
+    def stop(self) -> None: ...
+
+
+class _Subscriber:
+    """One subscriber's buffer; its callback never runs concurrently with itself."""
+
+    def __init__(self, store: ExecutorPodsSnapshotsStore, callback: SubscriberCallback) -> None:
+        self._store = store
+        self._callback = callback
+        self.updates: list[ExecutorPodState] = []
+        self.resynced = False
+        self.first = True
+        self.task: Cancellable | None = None
+        self._run_lock = threading.Lock()
+        self._count_lock = threading.Lock()
+        self._requests = 0
+
+    def process(self) -> None:
+        with self._count_lock:
+            self._requests += 1
+        while True:
+            # Whoever holds the run lock will see our request when it finishes (Spark's tryLock scheme).
+            if not self._run_lock.acquire(blocking=False):
+                return
+            try:
+                with self._count_lock:
+                    pending = self._requests
+                    self._requests = 0
+                if pending:
+                    self._deliver()
+            finally:
+                self._run_lock.release()
+            with self._count_lock:
+                if self._requests == 0:
+                    return
+
+    def _deliver(self) -> None:
+        batch = self._store._drain(self)
+        if batch is None:
+            return
+        try:
+            self._callback(batch)
+        except Exception:
+            log.exception("Exception when notifying snapshot subscriber %s", _name(self._callback))
+
+
+def _name(callback: SubscriberCallback) -> str:
+    return getattr(callback, "__qualname__", repr(callback))
+
+
+class ExecutorPodsSnapshotsStore:
+    """The one current view of the executor pods, fed by the watch and polling sources."""
+
+    def __init__(self, scheduler: Scheduler, clock: Clock, rules: PodStateRules | None = None) -> None:
+        self._scheduler = scheduler
+        self._clock = clock
+        self._rules = rules or PodStateRules()
+        self._lock = threading.Lock()
+        self._states: dict[int, ExecutorPodState] = {}
+        # Deleted executors and the resourceVersion of their deletion, so an older list cannot revive them.
+        self._tombstones: dict[int, int] = {}
+        self._full_snapshot_ts = 0.0
+        self._view: ExecutorPodsSnapshot | None = None
+        self._subscribers: list[_Subscriber] = []
+        self._stopped = False
+
+    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> None:
+        """Deliver batches to ``callback`` every ``interval`` seconds, the first one at once."""
+        subscriber = _Subscriber(self, callback)
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("the snapshot store is stopped")
+            self._subscribers.append(subscriber)
+        subscriber.task = self._scheduler.schedule_with_fixed_delay(0.0, interval, subscriber.process)
+
+    def notify_subscribers(self) -> None:
+        """Deliver to every subscriber now, off schedule."""
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for subscriber in subscribers:
+            self._scheduler.submit(subscriber.process)
+
+    def update_pod(self, pod: Obj, *, deleted: bool = False) -> None:
+        """Apply one observed pod (a watch event). ``deleted`` marks a DELETED event."""
+        state = self._rules.to_state(pod)
+        if state is None:
+            return
+        if deleted and state.phase is not PodPhase.DELETED:
+            state = ExecutorPodState(state.executor_id, PodPhase.DELETED, pod)
+        with self._lock:
+            if self._stopped:
+                return
+            current = self._states.get(state.executor_id)
+            if current is not None and _older(state, current):
+                return  # an event that a newer list or event already superseded
+            self._states[state.executor_id] = state
+            if state.phase is PodPhase.DELETED and state.resource_version is not None:
+                self._tombstones[state.executor_id] = state.resource_version
+            self._view = None
+            for subscriber in self._subscribers:
+                subscriber.updates.append(state)
+
+    def replace_snapshot(self, pods: Sequence[Obj], resource_version: str | None = None) -> None:
+        """Apply a full list taken at ``resource_version``, without rolling back anything newer.
+
+        Pods the store saw change after the list was taken keep their newer state, and pods created
+        after it are kept even though the list lacks them: Spark replaced its view wholesale and so
+        forgot pods it had just created, then created them again.
+        """
+        list_rv = parse_resource_version(resource_version)
+        listed: dict[int, ExecutorPodState] = {}
+        for pod in pods:
+            state = self._rules.to_state(pod)
+            if state is not None:
+                listed[state.executor_id] = state
+        with self._lock:
+            if self._stopped:
+                return
+            changed: list[ExecutorPodState] = []
+            merged: dict[int, ExecutorPodState] = {}
+            for executor_id, state in listed.items():
+                current = self._states.get(executor_id)
+                tombstone = self._tombstones.get(executor_id)
+                if current is not None and _older(state, current):
+                    merged[executor_id] = current
+                    continue
+                if tombstone is not None and current is not None and _before(state, tombstone):
+                    merged[executor_id] = current
+                    continue
+                merged[executor_id] = state
+                if current is None or current.phase is not state.phase:
+                    changed.append(state)
+            if list_rv is not None:
+                for executor_id, current in self._states.items():
+                    rv = current.resource_version
+                    if executor_id not in merged and rv is not None and rv > list_rv:
+                        merged[executor_id] = current
+                self._tombstones = {i: rv for i, rv in self._tombstones.items() if rv > list_rv}
+            else:
+                self._tombstones.clear()
+            self._states = merged
+            self._full_snapshot_ts = self._clock.now()
+            self._view = None
+            for subscriber in self._subscribers:
+                subscriber.updates.extend(changed)
+                subscriber.resynced = True
+
+    def current(self) -> ExecutorPodsSnapshot:
+        """The current view (immutable)."""
+        with self._lock:
+            return self._current_locked()
+
+    def _current_locked(self) -> ExecutorPodsSnapshot:
+        if self._view is None:
+            self._view = ExecutorPodsSnapshot(MappingProxyType(dict(self._states)), self._full_snapshot_ts)
+        return self._view
+
+    def _drain(self, subscriber: _Subscriber) -> SnapshotBatch | None:
+        with self._lock:
+            if self._stopped:
+                return None
+            batch = SnapshotBatch(
+                updates=tuple(subscriber.updates),
+                snapshot=self._current_locked(),
+                resynced=subscriber.resynced,
+                first=subscriber.first,
+            )
+            subscriber.updates = []
+            subscriber.resynced = False
+            subscriber.first = False
+        return batch
+
+    def stop(self) -> None:
+        """Stop delivering; later updates are ignored."""
+        with self._lock:
+            self._stopped = True
+            subscribers, self._subscribers = self._subscribers, []
+        for subscriber in subscribers:
+            if subscriber.task is not None:
+                subscriber.task.cancel()
+
+
+def _older(candidate: ExecutorPodState, current: ExecutorPodState) -> bool:
+    """Whether ``candidate`` was observed at an older resourceVersion than ``current``."""
+    new_rv, old_rv = candidate.resource_version, current.resource_version
+    return new_rv is not None and old_rv is not None and new_rv < old_rv
+
+
+def _before(candidate: ExecutorPodState, tombstone_rv: int) -> bool:
+    rv = candidate.resource_version
+    return rv is not None and rv < tombstone_rv
