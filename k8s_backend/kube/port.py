@@ -11,6 +11,7 @@ Two adapters implement it: :class:`k8s_backend.kube.client.OfficialKubernetesApi
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
@@ -132,7 +133,7 @@ class KubernetesApi(Protocol):
         resource: Resource,
         namespace: str | None,
         name: str,
-        patch: Obj | list[Obj],
+        patch: Obj | builtins.list[Obj],
         *,
         patch_type: str = MERGE_PATCH,
     ) -> Obj:

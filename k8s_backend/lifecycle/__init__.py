@@ -1,0 +1,1 @@
+"""Executor lifecycle: explaining ended executors, deciding what to do about them, and doing it."""

@@ -1,0 +1,126 @@
+"""The lifecycle manager: applies the lifecycle decisions through the Kubernetes port and the driver."""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from k8s_backend.driver import DriverEndpoint, ExecutorLoss
+from k8s_backend.kube.port import PODS, STRATEGIC_MERGE_PATCH, KubernetesApi, NotFoundError
+from k8s_backend.lifecycle.decisions import (
+    DeletePod,
+    LifecycleAction,
+    LifecycleDecider,
+    MarkInactive,
+    RemoveFromDriver,
+)
+from k8s_backend.scheduling import Clock
+from k8s_backend.snapshots.snapshot import SnapshotBatch
+from k8s_backend.snapshots.states import INACTIVE_LABEL
+from k8s_backend.snapshots.store import SnapshotsStore
+
+log = logging.getLogger(__name__)
+
+ExecutorRemovedListener = Callable[[int, ExecutorLoss], None]
+
+
+@attrs.frozen
+class RecordedLoss:
+    executor_id: int
+    time: float
+    exit_code: int
+    exit_caused_by_app: bool
+    summary: str
+
+
+class ExecutorPodsLifecycleManager:
+    """Turns ended and vanished executor pods into driver notifications and pod cleanup."""
+
+    def __init__(
+        self,
+        api: KubernetesApi,
+        store: SnapshotsStore,
+        clock: Clock,
+        *,
+        namespace: str,
+        decider: LifecycleDecider,
+        interval: float = 1.0,
+        driver: DriverEndpoint | None = None,
+        on_executor_removed: ExecutorRemovedListener | None = None,
+        recent_losses: int = 20,
+    ) -> None:
+        self._api = api
+        self._store = store
+        self._clock = clock
+        self._namespace = namespace
+        self._decider = decider
+        self._interval = interval
+        self._driver = driver
+        self._on_executor_removed = on_executor_removed
+        self.recent_losses: collections.deque[RecordedLoss] = collections.deque(maxlen=recent_losses)
+
+    def start(self) -> None:
+        self._store.add_subscriber(self._interval, self.on_new_snapshots)
+
+    def registered_executors(self) -> Mapping[int, float]:
+        """The driver's executors with numeric ids (Spark's driver also lists "driver")."""
+        if self._driver is None:
+            return {}
+        registered: dict[int, float] = {}
+        for executor_id, registered_at in self._driver.registered_executors().items():
+            if str(executor_id).isdigit():
+                registered[int(executor_id)] = registered_at
+        return registered
+
+    def on_new_snapshots(self, batch: SnapshotBatch) -> None:
+        actions = self._decider.decide(batch, self.registered_executors(), self._clock.now())
+        for action in actions:
+            self._apply(action)
+
+    def _apply(self, action: LifecycleAction) -> None:
+        if isinstance(action, RemoveFromDriver):
+            self._remove_from_driver(action)
+        elif isinstance(action, DeletePod):
+            self._delete_pod(action)
+        elif isinstance(action, MarkInactive):
+            self._mark_inactive(action)
+
+    def _remove_from_driver(self, action: RemoveFromDriver) -> None:
+        loss = action.loss
+        summary = loss.message.strip().splitlines()[0] if loss.message.strip() else ""
+        self.recent_losses.append(
+            RecordedLoss(action.executor_id, self._clock.now(), loss.exit_code, loss.exit_caused_by_app, summary)
+        )
+        log.info("Executor %d is gone: %s", action.executor_id, summary)
+        if self._on_executor_removed is not None:
+            try:
+                self._on_executor_removed(action.executor_id, loss)
+            except Exception:
+                log.exception("Executor-removed listener failed for executor %d", action.executor_id)
+        if self._driver is not None:
+            try:
+                self._driver.remove_executor(str(action.executor_id), loss)
+            except Exception:
+                log.exception("Could not tell the driver that executor %d is gone", action.executor_id)
+
+    def _delete_pod(self, action: DeletePod) -> None:
+        try:
+            self._api.delete(PODS, self._namespace, action.name)
+        except NotFoundError:
+            pass  # already gone: exactly what we wanted
+        except Exception as error:
+            log.warning("Deleting executor pod %s failed (%s); will retry", action.name, error)
+            self._decider.delete_failed(action.executor_id)
+
+    def _mark_inactive(self, action: MarkInactive) -> None:
+        patch = {"metadata": {"labels": {INACTIVE_LABEL: "true"}}}
+        try:
+            self._api.patch(PODS, self._namespace, action.name, patch, patch_type=STRATEGIC_MERGE_PATCH)
+        except NotFoundError:
+            pass
+        except Exception as error:
+            log.warning("Labelling executor pod %s inactive failed (%s); will retry", action.name, error)
+            self._decider.inactivation_failed(action.executor_id)
