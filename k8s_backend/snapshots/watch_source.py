@@ -13,12 +13,14 @@ import threading
 from collections.abc import Callable
 
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
+from k8s_backend.scheduling import Scheduler
 from k8s_backend.snapshots.store import SnapshotsStore
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SERVER_TIMEOUT = 300  # seconds the server keeps one watch open (jittered)
 MAX_BACKOFF = 30.0
+IDLE_RECHECK = 0.1  # scheduler mode: how soon to look again after a stream ended with nothing left
 
 
 def executor_selector(app_id: str, *, with_inactive: bool = False) -> str:
@@ -39,13 +41,16 @@ class ExecutorPodsWatchSnapshotSource:
         enabled: bool = True,
         server_timeout: int = DEFAULT_SERVER_TIMEOUT,
         rng: Callable[[], float] = random.random,
+        scheduler: Scheduler | None = None,
     ) -> None:
+        """``scheduler``: run the loop as tasks on it instead of a thread of its own (deterministic tests)."""
         self._api = api
         self._store = store
         self._namespace = namespace
         self._enabled = enabled
         self._server_timeout = server_timeout
         self._rng = rng
+        self._scheduler = scheduler
         self._selector = ""
         self._resource_version: str | None = None
         self._failures = 0
@@ -69,8 +74,18 @@ class ExecutorPodsWatchSnapshotSource:
         if self._thread is not None or self._selector:
             raise RuntimeError("the watch source was already started")
         self._selector = executor_selector(app_id)
+        if self._scheduler is not None:
+            self._scheduler.submit(self._tick)
+            return
         self._thread = threading.Thread(target=self._loop, name="k8s-executor-watch", daemon=True)
         self._thread.start()
+
+    def _tick(self) -> None:
+        if self._stop.is_set() or self._scheduler is None:
+            return
+        delay = self.run_once()
+        if not self._stop.is_set():
+            self._scheduler.schedule(max(delay, IDLE_RECHECK), self._tick)
 
     def prepare(self, app_id: str) -> None:
         """Set the selector without starting a thread; tests then drive :meth:`run_once`."""
@@ -169,7 +184,9 @@ class ExecutorPodsWatchSnapshotSource:
     def health(self) -> dict[str, object]:
         return {
             "enabled": self._enabled,
-            "alive": bool(self._thread and self._thread.is_alive()),
+            "alive": not self._stop.is_set() and (
+                self._scheduler is not None or bool(self._thread and self._thread.is_alive())
+            ),
             "resource_version": self._resource_version,
             "relists": self.relists,
             "restarts": self.restarts,

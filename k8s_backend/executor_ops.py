@@ -1,0 +1,111 @@
+"""Operations the driver asks for on running executors: kill, decommission labelling, the config map.
+
+Each hook hands the work to the backend's scheduler and returns at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from k8s_backend.driver import DriverEndpoint, ExecutorLoss
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, STRATEGIC_MERGE_PATCH, ConflictError, KubernetesApi, Obj
+from k8s_backend.scheduling import Scheduler
+from k8s_backend.snapshots.watch_source import executor_selector
+
+log = logging.getLogger(__name__)
+
+KILLED_MESSAGE = "Executor killed by driver."
+
+
+class ExecutorOperations:
+    """Kill and decommission executors through the Kubernetes port, off the caller's thread."""
+
+    def __init__(
+        self,
+        api: KubernetesApi,
+        scheduler: Scheduler,
+        *,
+        namespace: str,
+        app_id: str,
+        delete_grace_period: float,
+        decommission_label: str | None,
+        decommission_label_value: str = "",
+        driver: DriverEndpoint | None = None,
+    ) -> None:
+        self._api = api
+        self._scheduler = scheduler
+        self._namespace = namespace
+        self._app_selector = executor_selector(app_id, with_inactive=True)
+        self._grace = delete_grace_period
+        self._label = decommission_label
+        self._label_value = decommission_label_value
+        self._driver = driver
+
+    def create_config_map(self, body: Obj) -> None:
+        try:
+            self._api.create(CONFIG_MAPS, self._namespace, body)
+        except ConflictError:
+            # A restarted driver re-attaching to its application finds the map already there.
+            log.info("Executor config map %s already exists", body.get("metadata", {}).get("name"))
+
+    def _ids_selector(self, executor_ids: Sequence[str]) -> str:
+        return f"{self._app_selector},spark-exec-id in ({','.join(sorted(executor_ids))})"
+
+    def kill(self, executor_ids: Sequence[str]) -> None:
+        """Label, remove from the driver, and force-delete what still runs after the grace period."""
+        ids = [i for i in executor_ids if i]
+        if not ids:
+            return
+        self._scheduler.submit(lambda: self._kill_now(ids))
+
+    def _kill_now(self, executor_ids: Sequence[str]) -> None:
+        self._label_now(executor_ids)
+        if self._driver is not None:
+            for executor_id in executor_ids:
+                try:
+                    self._driver.remove_executor(
+                        executor_id, ExecutorLoss(-1, False, KILLED_MESSAGE, killed_by_driver=True)
+                    )
+                except Exception:
+                    log.exception("Could not tell the driver to remove executor %s", executor_id)
+        self._scheduler.schedule(self._grace, lambda: self.force_delete_running(executor_ids))
+
+    def force_delete_running(self, executor_ids: Sequence[str]) -> None:
+        """Delete the killed executors' pods that are still Running (ignores deleteOnTermination, as Spark)."""
+        selector = self._ids_selector(executor_ids)
+        running = "status.phase=Running"
+        try:
+            still = self._api.list(PODS, self._namespace, label_selector=selector, field_selector=running).items
+            if not still:
+                return
+            log.info(
+                "Forcefully deleting %d pods (out of %d) that are still running after graceful shutdown period.",
+                len(still),
+                len(executor_ids),
+            )
+            self._api.delete_collection(PODS, self._namespace, label_selector=selector, field_selector=running)
+        except Exception as error:
+            log.warning("Force-deleting killed executors %s failed: %s", ",".join(executor_ids), error)
+
+    def label_decommissioning(self, executor_ids: Sequence[str]) -> None:
+        """Add the decommission label (when configured) to the executors' pods."""
+        if self._label and executor_ids:
+            ids = list(executor_ids)
+            self._scheduler.submit(lambda: self._label_now(ids))
+
+    def _label_now(self, executor_ids: Sequence[str]) -> None:
+        if not self._label:
+            return
+        patch = {"metadata": {"labels": {self._label: self._label_value}}}
+        try:
+            pods = self._api.list(PODS, self._namespace, label_selector=self._ids_selector(executor_ids)).items
+        except Exception as error:
+            log.warning("Listing pods to label as decommissioning failed: %s", error)
+            return
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            try:
+                self._api.patch(PODS, self._namespace, name, patch, patch_type=STRATEGIC_MERGE_PATCH)
+            except Exception as error:
+                log.warning("Labelling pod %s as decommissioning failed: %s", name, error)

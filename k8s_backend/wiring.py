@@ -1,0 +1,227 @@
+"""The composition root: the one place that builds and wires the backend's parts.
+
+Everything else receives its collaborators through its constructor, which is what lets each part be
+tested alone with a fake API, a manual clock and a deterministic scheduler.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.conf.model import KubernetesConf
+from k8s_backend.driver import DriverEndpoint
+from k8s_backend.errors import ConfigError
+from k8s_backend.executor_ops import ExecutorOperations
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SERVICES, KubernetesApi, NotFoundError, Obj
+from k8s_backend.lifecycle.decisions import LifecycleDecider
+from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
+from k8s_backend.pods.builder import ExecutorPodBuilder
+from k8s_backend.pods.config_map import build_executor_config_map, executor_config_map_name
+from k8s_backend.pods.names import resource_name_prefix
+from k8s_backend.scheduling import Clock, Scheduler, SystemClock, ThreadScheduler
+from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
+from k8s_backend.snapshots.states import PodStateRules
+from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
+from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
+from k8s_backend.stop_sequence import Step, StopSequence
+
+if TYPE_CHECKING:
+    from k8s_backend.backend import ApplicationFailedListener, KubernetesClusterSchedulerBackend
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_THREADS = 3  # two snapshot subscribers plus maintenance work, as Spark's pools
+
+
+def to_kubernetes_conf(conf: KubernetesConf | Mapping[str, str] | Any) -> KubernetesConf:
+    return conf if isinstance(conf, KubernetesConf) else KubernetesConf.from_spark_conf(conf)
+
+
+def _driver_pod(api: KubernetesApi, conf: KubernetesConf) -> Obj | None:
+    name = conf.driver.pod_name
+    if not name:
+        return None
+    try:
+        return api.get(PODS, conf.namespace, name)
+    except NotFoundError:
+        raise ConfigError(
+            f"No pod was found named {name} in the cluster in the namespace {conf.namespace} (this was "
+            "supposed to be the driver pod): check spark.kubernetes.driver.pod.name and "
+            "spark.kubernetes.namespace",
+            key="spark.kubernetes.driver.pod.name",
+            value=name,
+        ) from None
+
+
+def _real_api(conf: KubernetesConf) -> KubernetesApi:
+    from k8s_backend.kube.client import OfficialKubernetesApi
+
+    return OfficialKubernetesApi.from_conf(conf.api, namespace_default=conf.namespace)
+
+
+def build_backend(
+    cls: type[KubernetesClusterSchedulerBackend],
+    conf: KubernetesConf | Mapping[str, str] | Any,
+    *,
+    app_id: str,
+    driver_url: str,
+    api: KubernetesApi | None,
+    driver: DriverEndpoint | None,
+    clock: Clock | None,
+    scheduler: Scheduler | None,
+    on_application_failed: ApplicationFailedListener | None,
+    watch_on_scheduler: bool = False,
+) -> KubernetesClusterSchedulerBackend:
+    """Build the backend: every check that can fail runs before anything is created on the cluster."""
+    kconf = to_kubernetes_conf(conf)
+    if not app_id:
+        raise ConfigError("app_id must be a non-empty application id (spark.app.id)", key="spark.app.id")
+    if not driver_url:
+        raise ConfigError("driver_url must be the driver's spark:// RPC address", key="spark.driver.host")
+    builder = ExecutorPodBuilder(kconf)  # loads and checks the pod template and user steps
+    namespace = kconf.namespace
+    clock = clock or SystemClock()
+    owns_api = api is None
+    api = api or _real_api(kconf)
+    driver_pod = _driver_pod(api, kconf)
+    owns_scheduler = scheduler is None
+    scheduler = scheduler or ThreadScheduler("k8s-backend", threads=SCHEDULER_THREADS, clock=clock)
+    prefix = kconf.executor.pod_name_prefix or resource_name_prefix(kconf.app_name)
+
+    config_map: Obj | None = None
+    if not kconf.executor.disable_config_map:
+        config_map = build_executor_config_map(
+            kconf,
+            app_id=app_id,
+            name=executor_config_map_name(secrets.token_hex(5)),
+            driver_pod=driver_pod,
+            conf_dir=os.environ.get("SPARK_CONF_DIR"),
+        )
+
+    rules = PodStateRules(kconf.executor.container_name, kconf.snapshots.check_all_containers)
+    store = ExecutorPodsSnapshotsStore(scheduler, clock, rules)
+    watch_source = ExecutorPodsWatchSnapshotSource(
+        api,
+        store,
+        namespace=namespace,
+        enabled=kconf.snapshots.enable_api_watcher,
+        scheduler=scheduler if watch_on_scheduler else None,
+    )
+    polling_source = ExecutorPodsPollingSnapshotSource(
+        api,
+        store,
+        scheduler,
+        namespace=namespace,
+        interval=kconf.snapshots.api_polling_interval,
+        enabled=kconf.snapshots.enable_api_polling,
+        cached_reads=kconf.snapshots.enable_polling_with_resource_version,
+    )
+    decider = LifecycleDecider(
+        container_name=kconf.executor.container_name,
+        delete_on_termination=kconf.lifecycle.delete_on_termination,
+        missing_pod_detect_delta=kconf.snapshots.missing_pod_detect_delta,
+    )
+    lifecycle = ExecutorPodsLifecycleManager(
+        api,
+        store,
+        clock,
+        namespace=namespace,
+        decider=decider,
+        interval=kconf.snapshots.event_processing_interval,
+        driver=driver,
+    )
+    # The allocator reports application failure before the backend exists: route it through a holder.
+    holder: list[KubernetesClusterSchedulerBackend] = []
+    allocator = ExecutorPodsAllocator(
+        kconf,
+        api,
+        builder,
+        store,
+        clock,
+        app_id=app_id,
+        driver_url=driver_url,
+        pod_name_prefix=prefix,
+        driver_pod=driver_pod,
+        config_map_name=None if config_map is None else config_map["metadata"]["name"],
+        known_executor_ids=lambda: lifecycle.registered_executors().keys(),
+        on_application_failed=lambda reason: holder[0].application_failed(reason) if holder else None,
+    )
+    operations = ExecutorOperations(
+        api,
+        scheduler,
+        namespace=namespace,
+        app_id=app_id,
+        delete_grace_period=kconf.lifecycle.delete_grace_period,
+        decommission_label=kconf.lifecycle.decommission_label,
+        decommission_label_value=kconf.lifecycle.decommission_label_value,
+        driver=driver,
+    )
+    steps = _stop_steps(
+        kconf, api, app_id, store, watch_source, polling_source, allocator, scheduler,
+        owns_scheduler=owns_scheduler, owns_api=owns_api, has_config_map=config_map is not None,
+    )
+    backend = cls(
+        kconf,
+        app_id=app_id,
+        api=api,
+        scheduler=scheduler,
+        clock=clock,
+        store=store,
+        watch_source=watch_source,
+        polling_source=polling_source,
+        allocator=allocator,
+        lifecycle=lifecycle,
+        operations=operations,
+        stop_sequence=StopSequence(steps),
+        driver=driver,
+        config_map=config_map,
+        on_application_failed=on_application_failed,
+    )
+    holder.append(backend)
+    return backend
+
+
+def _stop_steps(
+    conf: KubernetesConf,
+    api: KubernetesApi,
+    app_id: str,
+    store: ExecutorPodsSnapshotsStore,
+    watch_source: ExecutorPodsWatchSnapshotSource,
+    polling_source: ExecutorPodsPollingSnapshotSource,
+    allocator: ExecutorPodsAllocator,
+    scheduler: Scheduler,
+    *,
+    owns_scheduler: bool,
+    owns_api: bool,
+    has_config_map: bool,
+) -> list[Step]:
+    """Spark's stop order, with the threads stopped before deletes so no round creates pods after them."""
+    namespace = conf.namespace
+    app = f"spark-app-selector={app_id}"
+    executors = f"{app},spark-role=executor"
+    steps: list[Step] = [
+        ("stop the snapshot store", store.stop),
+        ("stop the executor watch", watch_source.stop),
+        ("stop the executor polling", polling_source.stop),
+        ("stop the allocator", allocator.halt),
+    ]
+    if owns_scheduler:
+        steps.append(("stop the backend threads", lambda: scheduler.shutdown(conf.snapshots.subscribers_shutdown_grace_period)))
+    if conf.driver.delete_service_on_termination:
+        steps.append(("delete the driver services", lambda: api.delete_collection(SERVICES, namespace, label_selector=app)))
+    if conf.driver.own_pvc:
+        steps.append(("delete the application's PVCs", lambda: api.delete_collection(PVCS, namespace, label_selector=app)))
+    if conf.lifecycle.delete_on_termination:
+        steps.append(("delete the executor pods", allocator.stop))
+        if has_config_map:
+            steps.append(
+                ("delete the executor config maps", lambda: api.delete_collection(CONFIG_MAPS, namespace, label_selector=executors))
+            )
+    if owns_api:
+        steps.append(("close the API client", api.close))
+    return steps
