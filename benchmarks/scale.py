@@ -11,14 +11,15 @@ import argparse
 import time
 from typing import Any
 
+from k8s_backend.pods.builder import ExecutorPodBuilder
+from k8s_backend.testing.fake import FakeKubernetes
+
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.lifecycle.decisions import LifecycleDecider
-from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
-from k8s_backend.testing.fake import FakeKubernetes
 
 APP = "spark-bench"
 
@@ -73,8 +74,14 @@ def allocation_round_cost(pods: int, rounds: int) -> float:
         {"spark.kubernetes.container.image": "spark:4.3.0", "spark.executor.instances": str(pods)}
     )
     allocator = ExecutorPodsAllocator(
-        conf, FakeKubernetes(clock=clock), ExecutorPodBuilder(conf), store, clock,
-        app_id=APP, driver_url="spark://CoarseGrainedScheduler@driver:7078", pod_name_prefix="bench",
+        conf,
+        FakeKubernetes(clock=clock),
+        ExecutorPodBuilder(conf),
+        store,
+        clock,
+        app_id=APP,
+        driver_url="spark://CoarseGrainedScheduler@driver:7078",
+        pod_name_prefix="bench",
     )
     allocator.advance_executor_id_counter(pods + 1)
     store.replace_snapshot([pod(i, "Running", i) for i in range(1, pods + 1)], str(pods))

@@ -72,19 +72,24 @@ class ExecutorOperations:
         self._scheduler.schedule(self._grace, lambda: self.force_delete_running(executor_ids))
 
     def force_delete_running(self, executor_ids: Sequence[str]) -> None:
-        """Delete the killed executors' pods that are still Running (ignores deleteOnTermination, as Spark)."""
+        """Delete killed executors' pods still Running (ignoring deleteOnTermination, as Spark does)."""
         selector = self._ids_selector(executor_ids)
         running = "status.phase=Running"
         try:
-            still = self._api.list(PODS, self._namespace, label_selector=selector, field_selector=running).items
+            still = self._api.list(
+                PODS, self._namespace, label_selector=selector, field_selector=running
+            ).items
             if not still:
                 return
             log.info(
-                "Forcefully deleting %d pods (out of %d) that are still running after graceful shutdown period.",
+                "Forcefully deleting %d pods (out of %d) that are still running after graceful "
+                "shutdown period.",
                 len(still),
                 len(executor_ids),
             )
-            self._api.delete_collection(PODS, self._namespace, label_selector=selector, field_selector=running)
+            self._api.delete_collection(
+                PODS, self._namespace, label_selector=selector, field_selector=running
+            )
         except Exception as error:
             log.warning("Force-deleting killed executors %s failed: %s", ",".join(executor_ids), error)
 
@@ -99,7 +104,9 @@ class ExecutorOperations:
             return
         patch = {"metadata": {"labels": {self._label: self._label_value}}}
         try:
-            pods = self._api.list(PODS, self._namespace, label_selector=self._ids_selector(executor_ids)).items
+            pods = self._api.list(
+                PODS, self._namespace, label_selector=self._ids_selector(executor_ids)
+            ).items
         except Exception as error:
             log.warning("Listing pods to label as decommissioning failed: %s", error)
             return

@@ -162,8 +162,17 @@ def build_backend(
         driver=driver,
     )
     steps = _stop_steps(
-        kconf, api, app_id, store, watch_source, polling_source, allocator, scheduler,
-        owns_scheduler=owns_scheduler, owns_api=owns_api, has_config_map=config_map is not None,
+        kconf,
+        api,
+        app_id,
+        store,
+        watch_source,
+        polling_source,
+        allocator,
+        scheduler,
+        owns_scheduler=owns_scheduler,
+        owns_api=owns_api,
+        has_config_map=config_map is not None,
     )
     backend = cls(
         kconf,
@@ -211,16 +220,34 @@ def _stop_steps(
         ("stop the allocator", allocator.halt),
     ]
     if owns_scheduler:
-        steps.append(("stop the backend threads", lambda: scheduler.shutdown(conf.snapshots.subscribers_shutdown_grace_period)))
+        steps.append(
+            (
+                "stop the backend threads",
+                lambda: scheduler.shutdown(conf.snapshots.subscribers_shutdown_grace_period),
+            )
+        )
     if conf.driver.delete_service_on_termination:
-        steps.append(("delete the driver services", lambda: api.delete_collection(SERVICES, namespace, label_selector=app)))
+        steps.append(
+            (
+                "delete the driver services",
+                lambda: api.delete_collection(SERVICES, namespace, label_selector=app),
+            )
+        )
     if conf.driver.own_pvc:
-        steps.append(("delete the application's PVCs", lambda: api.delete_collection(PVCS, namespace, label_selector=app)))
+        steps.append(
+            (
+                "delete the application's PVCs",
+                lambda: api.delete_collection(PVCS, namespace, label_selector=app),
+            )
+        )
     if conf.lifecycle.delete_on_termination:
         steps.append(("delete the executor pods", allocator.stop))
         if has_config_map:
             steps.append(
-                ("delete the executor config maps", lambda: api.delete_collection(CONFIG_MAPS, namespace, label_selector=executors))
+                (
+                    "delete the executor config maps",
+                    lambda: api.delete_collection(CONFIG_MAPS, namespace, label_selector=executors),
+                )
             )
     if owns_api:
         steps.append(("close the API client", api.close))

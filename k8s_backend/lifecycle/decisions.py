@@ -7,8 +7,6 @@ Spark's ExecutorPodsLifecycleManager is unit-testable with plain data.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Union
-
 import attrs
 
 from k8s_backend.driver import ExecutorLoss
@@ -31,17 +29,17 @@ class DeletePod:
 
 @attrs.frozen
 class MarkInactive:
-    """Label a kept pod ``spark-exec-inactive=true`` so sources stop returning it (deleteOnTermination=false)."""
+    """Label a kept pod ``spark-exec-inactive=true`` so sources stop listing it (deleteOnTermination off)."""
 
     executor_id: int
     name: str
 
 
-LifecycleAction = Union[RemoveFromDriver, DeletePod, MarkInactive]
+LifecycleAction = RemoveFromDriver | DeletePod | MarkInactive
 
 
 def _ms(seconds: float) -> int:
-    return int(round(seconds * 1000))
+    return round(seconds * 1000)
 
 
 class LifecycleDecider:
@@ -81,7 +79,9 @@ class LifecycleDecider:
         self._inactivated.discard(executor_id)
         self._inactivate_retry.add(executor_id)
 
-    def decide(self, batch: SnapshotBatch, registered: Mapping[int, float], now: float) -> list[LifecycleAction]:
+    def decide(
+        self, batch: SnapshotBatch, registered: Mapping[int, float], now: float
+    ) -> list[LifecycleAction]:
         """The actions for one batch. ``registered``: executor id -> registration time, from the driver."""
         actions: list[LifecycleAction] = []
         for state in batch.updates:
@@ -151,6 +151,8 @@ class LifecycleDecider:
                 continue
             registered_ms = _ms(registered_at)
             if polled_ms - registered_ms > self._missing_delta_ms:
-                message = explain.missing_message(executor_id, registered_ms, polled_ms, self._missing_delta_ms)
+                message = explain.missing_message(
+                    executor_id, registered_ms, polled_ms, self._missing_delta_ms
+                )
                 actions.append(RemoveFromDriver(executor_id, ExecutorLoss(-1, False, message)))
                 self._removed.add(executor_id)

@@ -91,7 +91,10 @@ def _describe_container(status: dict[str, Any]) -> str:
     state = status.get("state") or {}
     lines = [f"\t container name: {status.get('name')}", f"\t container image: {status.get('image')}"]
     if state.get("running"):
-        lines += ["\t container state: running", f"\t container started at: {state['running'].get('startedAt')}"]
+        lines += [
+            "\t container state: running",
+            f"\t container started at: {state['running'].get('startedAt')}",
+        ]
     elif state.get("waiting"):
         lines += ["\t container state: waiting", f"\t pending reason: {state['waiting'].get('reason')}"]
     elif state.get("terminated"):

@@ -92,7 +92,9 @@ class ExecutorPodsLifecycleManager:
         loss = action.loss
         summary = loss.message.strip().splitlines()[0] if loss.message.strip() else ""
         self.recent_losses.append(
-            RecordedLoss(action.executor_id, self._clock.now(), loss.exit_code, loss.exit_caused_by_app, summary)
+            RecordedLoss(
+                action.executor_id, self._clock.now(), loss.exit_code, loss.exit_caused_by_app, summary
+            )
         )
         log.info("Executor %d is gone: %s", action.executor_id, summary)
         if self._on_executor_removed is not None:

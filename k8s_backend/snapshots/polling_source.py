@@ -1,4 +1,4 @@
-"""The polling source: a periodic full resync of the executor pods (Spark's safety net against lost events)."""
+"""The polling source: a periodic full resync of the executor pods (the safety net against lost events)."""
 
 from __future__ import annotations
 
@@ -65,11 +65,11 @@ class ExecutorPodsPollingSnapshotSource:
             log.warning("Polling executor pods failed (%s); the next poll will retry", error)
             return
         version = parse_resource_version(listed.resource_version)
-        if self._cached_reads and version is not None and self._last_version is not None:
+        stale = version is not None and self._last_version is not None and version < self._last_version
+        if self._cached_reads and stale:
             # A cached read from a lagging API server replica must not move the view backwards.
-            if version < self._last_version:
-                log.debug("Ignoring a cached pod list at %s older than %s", version, self._last_version)
-                return
+            log.debug("Ignoring a cached pod list at %s older than %s", version, self._last_version)
+            return
         if version is not None:
             self._last_version = version
         self.polls += 1

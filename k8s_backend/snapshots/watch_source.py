@@ -116,8 +116,13 @@ class ExecutorPodsWatchSnapshotSource:
             self.last_error = str(error)
             delay = self._backoff()
             level = logging.WARNING if isinstance(error, ApiError) else logging.ERROR
-            log.log(level, "Executor pod watch failed (%s); retrying in %.1fs", error, delay,
-                    exc_info=level == logging.ERROR)
+            log.log(
+                level,
+                "Executor pod watch failed (%s); retrying in %.1fs",
+                error,
+                delay,
+                exc_info=level == logging.ERROR,
+            )
             return delay
         self._failures = 0
         self.restarts += 1
@@ -184,9 +189,8 @@ class ExecutorPodsWatchSnapshotSource:
     def health(self) -> dict[str, object]:
         return {
             "enabled": self._enabled,
-            "alive": not self._stop.is_set() and (
-                self._scheduler is not None or bool(self._thread and self._thread.is_alive())
-            ),
+            "alive": not self._stop.is_set()
+            and (self._scheduler is not None or bool(self._thread and self._thread.is_alive())),
             "resource_version": self._resource_version,
             "relists": self.relists,
             "restarts": self.restarts,

@@ -7,12 +7,12 @@ from typing import Any
 
 import attrs
 import pytest
+from k8s_backend.testing.fake import FakeKubernetes
 
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.driver import ExecutorLoss
 from k8s_backend.kube.port import PODS
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
-from k8s_backend.testing.fake import FakeKubernetes
 
 APP_ID = "spark-app-id"
 DRIVER_URL = "spark://CoarseGrainedScheduler@driver:7078"
@@ -63,7 +63,8 @@ class Harness:
 
     def executor_pods(self) -> list[dict[str, Any]]:
         return [
-            p for p in self.fake.objects(PODS, "default")
+            p
+            for p in self.fake.objects(PODS, "default")
             if (p["metadata"].get("labels") or {}).get("spark-role") == "executor"
         ]
 
@@ -71,7 +72,10 @@ class Harness:
         status: dict[str, Any] = {"phase": phase}
         if phase == "Running":
             status["containerStatuses"] = [
-                {"name": "spark-kubernetes-executor", "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}
+                {
+                    "name": "spark-kubernetes-executor",
+                    "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+                }
             ]
         if exit_code is not None:
             status["containerStatuses"] = [

@@ -1,4 +1,4 @@
-"""KubernetesClusterSchedulerBackend on the fake API (Spark's KubernetesClusterSchedulerBackendSuite, ported)."""
+"""The backend on the fake API: Spark's KubernetesClusterSchedulerBackendSuite, ported."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_start_creates_the_config_map_before_requesting_executors(harness: Harne
     harness.run()
     verbs = [(c.verb, c.resource_plural) for c in harness.fake.calls if c.verb == "create"]
     assert verbs[0] == ("create", "configmaps")
-    assert [v for v in verbs[1:]] == [("create", "pods")] * 3
+    assert list(verbs[1:]) == [("create", "pods")] * 3
     config_map = harness.fake.objects(CONFIG_MAPS, "default")[0]
     assert config_map["metadata"]["labels"]["spark-app-selector"] == APP_ID
 

@@ -1,0 +1,1 @@
+"""Executors as explicit state machines: states, transitions, histories and stuck-pod reasons."""
