@@ -7,6 +7,7 @@ Spark's ExecutorPodsLifecycleManager is unit-testable with plain data.
 from __future__ import annotations
 
 from collections.abc import Mapping
+
 import attrs
 
 from k8s_backend.driver import ExecutorLoss
