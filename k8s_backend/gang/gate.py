@@ -33,6 +33,6 @@ class GangGate:
     def failure_reason(self, running: int, waited: float, stuck: list[str]) -> str:
         why = "; ".join(stuck[:5]) if stuck else "no reason reported by Kubernetes"
         return (
-            f"Gang scheduling (Hard) timed out: only {running} of {self.min_executors} executors were running "
-            f"after {waited:.0f}s (spark.kubernetes.gang.timeout). Pending executors: {why}"
+            f"Gang scheduling (Hard) timed out: only {running} of {self.min_executors} executors were "
+            f"running after {waited:.0f}s (spark.kubernetes.gang.timeout). Pending executors: {why}"
         )
