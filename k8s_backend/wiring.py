@@ -7,7 +7,6 @@ tested alone with a fake API, a manual clock and a deterministic scheduler.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -100,7 +99,7 @@ def build_backend(
             app_id=app_id,
             name=executor_config_map_name(secrets.token_hex(5)),
             driver_pod=driver_pod,
-            conf_dir=os.environ.get("SPARK_CONF_DIR"),
+            conf_dir=builder.facts.conf_dir,
         )
 
     rules = PodStateRules(kconf.executor.container_name, kconf.snapshots.check_all_containers)
