@@ -1,0 +1,121 @@
+"""Call recording and fault injection for FakeKubernetes.
+
+Neither class locks: FakeKubernetes uses them under its own lock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from k8s_backend.kube.port import ApiError, Resource
+from k8s_backend.testing.fake_errors import api_error
+
+VERBS = ("create", "get", "list", "watch", "patch", "delete", "delete_collection", "update")
+"""The verbs calls are recorded under and faults can target ('*' targets all of them)."""
+
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+@attrs.frozen
+class Call:
+    """One request a client made to the fake (recorded even when it failed)."""
+
+    verb: str
+    resource_plural: str
+    namespace: str | None
+    name: str | None = None
+    label_selector: str = ""
+    field_selector: str = ""
+    body: Any = None
+    time: float = 0.0
+
+
+def check_verb(verb: str) -> str:
+    """``verb`` if it is one of :data:`VERBS` or '*', else a ValueError naming the accepted verbs."""
+    if verb != "*" and verb not in VERBS:
+        raise ValueError(f"unknown verb {verb!r}: use one of {', '.join(VERBS)} or '*'")
+    return verb
+
+
+@attrs.define
+class _Fault:
+    verb: str
+    resource: tuple[str, str] | None
+    status: int
+    remaining: int
+    retry_after: float | None
+    message: str
+
+    def applies_to(self, verb: str, resource: Resource) -> bool:
+        return (self.verb in ("*", verb)) and (
+            self.resource is None or self.resource == (resource.group, resource.plural)
+        )
+
+
+class FaultInjector:
+    """Errors and latency to inject into the next matching calls."""
+
+    def __init__(self) -> None:
+        self._faults: list[_Fault] = []
+        self._latency: dict[str, float] = {}
+
+    def fail_next(
+        self,
+        verb: str,
+        resource: Resource | None,
+        *,
+        status: int,
+        count: int,
+        retry_after: float | None,
+        message: str,
+    ) -> None:
+        if count < 1:
+            raise ValueError(f"count must be at least 1 (got {count})")
+        if not 400 <= status <= 599:
+            raise ValueError(f"status must be an HTTP error status 400-599 (got {status})")
+        key = None if resource is None else (resource.group, resource.plural)
+        self._faults.append(_Fault(check_verb(verb), key, status, count, retry_after, message))
+
+    def add_latency(self, seconds: float, verb: str) -> None:
+        if seconds < 0:
+            raise ValueError(f"latency must be >= 0 seconds (got {seconds})")
+        if seconds == 0:
+            self._latency.pop(check_verb(verb), None)
+        else:
+            self._latency[check_verb(verb)] = seconds
+
+    def latency(self, verb: str) -> float:
+        return self._latency.get(verb, self._latency.get("*", 0.0))
+
+    def take_fault(self, verb: str, resource: Resource) -> ApiError | None:
+        """The error for this call if a fault is armed for it (consuming one of its count)."""
+        for fault in self._faults:
+            if fault.applies_to(verb, resource):
+                fault.remaining -= 1
+                if fault.remaining == 0:
+                    self._faults.remove(fault)
+                return api_error(
+                    fault.status,
+                    _REASONS.get(fault.status, "InternalError" if fault.status >= 500 else "Unknown"),
+                    fault.message,
+                    retry_after=fault.retry_after,
+                )
+        return None
+
+    def clear(self) -> None:
+        self._faults.clear()
+        self._latency.clear()

@@ -1,0 +1,71 @@
+"""Fixtures for the contract tests: every KubernetesApi adapter must pass them.
+
+Each entry of :data:`ADAPTERS` builds one adapter and the matching :class:`Control`, the few
+server-side actions a test needs (inject faults, compact history, write pod status, end or bookmark
+watches). Today the only adapter is FakeKubernetes in-process; an HTTP variant (the official client
+against an HTTP server serving a FakeKubernetes) joins by adding an entry.
+
+Tests use ``api`` only through the KubernetesApi protocol, ``control`` only through :class:`Control`,
+and read watches through ``reader`` (a background thread per stream, so blocking and non-blocking
+adapters behave the same and a missing event fails after a timeout instead of hanging).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+
+import pytest
+from contract_support import Control, FakeControl, StreamReader
+
+from k8s_backend.kube.port import KubernetesApi, WatchStream
+from k8s_backend.testing.fake import FakeKubernetes
+
+
+@contextlib.contextmanager
+def fake_adapter() -> Iterator[tuple[KubernetesApi, Control]]:
+    fake = FakeKubernetes()
+    try:
+        yield fake, FakeControl(fake)
+    finally:
+        fake.close()
+
+
+ADAPTERS: dict[str, Callable[[], AbstractContextManager[tuple[KubernetesApi, Control]]]] = {
+    "fake": fake_adapter
+}
+
+
+@pytest.fixture(params=sorted(ADAPTERS))
+def adapter(request: pytest.FixtureRequest) -> Iterator[tuple[KubernetesApi, Control]]:
+    with ADAPTERS[request.param]() as built:
+        yield built
+
+
+@pytest.fixture
+def api(adapter: tuple[KubernetesApi, Control]) -> KubernetesApi:
+    return adapter[0]
+
+
+@pytest.fixture
+def control(adapter: tuple[KubernetesApi, Control]) -> Control:
+    return adapter[1]
+
+
+@pytest.fixture
+def reader(control: Control) -> Iterator[Callable[[WatchStream], StreamReader]]:
+    """``reader(api.watch(...))`` starts reading a stream; every reader is closed after the test."""
+    readers: list[StreamReader] = []
+
+    def live() -> int:
+        return sum(1 for r in readers if not (r.ended or r.closed))
+
+    def start(stream: WatchStream) -> StreamReader:
+        started = StreamReader(stream, control, live)
+        readers.append(started)
+        return started
+
+    yield start
+    for started in readers:
+        started.close()

@@ -1,0 +1,198 @@
+"""Contract: create, get and list behave like a real API server, whatever the adapter."""
+
+from __future__ import annotations
+
+import pytest
+from contract_objects import NS, config_map, names, pod, rv
+from contract_support import Control
+
+from k8s_backend.kube.port import (
+    CONFIG_MAPS,
+    NAMESPACES,
+    POD_GROUPS,
+    PODS,
+    PVCS,
+    SERVICES,
+    BadRequestError,
+    ConflictError,
+    ForbiddenError,
+    InvalidError,
+    KubernetesApi,
+    NotFoundError,
+    Obj,
+)
+
+
+def test_create_fills_server_fields_and_get_returns_the_object(api: KubernetesApi) -> None:
+    created = api.create(PODS, NS, pod("p1", {"app": "a"}))
+    meta = created["metadata"]
+    assert meta["name"] == "p1"
+    assert meta["namespace"] == NS
+    assert meta["uid"]
+    assert meta["creationTimestamp"].endswith("Z")
+    assert int(meta["resourceVersion"]) > 0
+    assert created["status"]["phase"] == "Pending"
+    fetched = api.get(PODS, NS, "p1")
+    assert fetched["metadata"]["uid"] == meta["uid"]
+    assert fetched["metadata"]["labels"] == {"app": "a"}
+
+
+def test_every_write_gets_a_larger_resource_version(api: KubernetesApi) -> None:
+    first = api.create(PODS, NS, pod("p1"))
+    second = api.create(CONFIG_MAPS, NS, config_map("c1"))
+    third = api.patch(PODS, NS, "p1", {"metadata": {"labels": {"x": "1"}}})
+    assert rv(first) < rv(second) < rv(third)
+
+
+def test_generate_name_appends_a_suffix(api: KubernetesApi) -> None:
+    body = pod("")
+    body["metadata"] = {"generateName": "exec-"}
+    one = api.create(PODS, NS, body)
+    two = api.create(PODS, NS, body)
+    assert one["metadata"]["name"].startswith("exec-")
+    assert len(one["metadata"]["name"]) > len("exec-")
+    assert one["metadata"]["name"] != two["metadata"]["name"]
+
+
+def test_duplicate_name_is_a_conflict(api: KubernetesApi) -> None:
+    api.create(PODS, NS, pod("p1"))
+    with pytest.raises(ConflictError) as caught:
+        api.create(PODS, NS, pod("p1"))
+    assert caught.value.status == 409
+    assert "already exists" in caught.value.message
+    api.create(PODS, "other", pod("p1"))  # names are per namespace
+
+
+def test_missing_objects_are_not_found(api: KubernetesApi) -> None:
+    with pytest.raises(NotFoundError):
+        api.get(PODS, NS, "nope")
+    with pytest.raises(NotFoundError):
+        api.patch(PODS, NS, "nope", {"metadata": {"labels": {"a": "b"}}})
+    with pytest.raises(NotFoundError):
+        api.delete(PODS, NS, "nope")
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (pod("Bad_Name"), "metadata.name: Invalid value"),
+        (pod("p1", {"bad key": "v"}), "metadata.labels: Invalid value"),
+        (pod("p1", {"k": "bad value"}), "metadata.labels: Invalid value"),
+        ({"metadata": {"name": "p1"}, "spec": {}}, "spec.containers: Required value"),
+        ({"metadata": {"name": "p1"}, "spec": {"containers": [{"name": "c"}]}}, "image: Required value"),
+        (
+            {
+                "metadata": {"name": "p1"},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": "1x"}}}]},
+            },
+            "resources.limits[cpu]: Invalid value",
+        ),
+        (
+            {"metadata": {}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+            "metadata.name: Required value",
+        ),
+    ],
+)
+def test_invalid_objects_are_rejected_with_the_field(api: KubernetesApi, body: Obj, fragment: str) -> None:
+    with pytest.raises(InvalidError) as caught:
+        api.create(PODS, NS, body)
+    assert caught.value.status == 422
+    assert fragment in caught.value.message
+    assert "is invalid" in caught.value.message
+
+
+def test_service_names_are_dns1035_labels(api: KubernetesApi) -> None:
+    service: Obj = {"metadata": {"name": "1svc"}, "spec": {"ports": [{"port": 80}]}}
+    with pytest.raises(InvalidError, match="DNS-1035"):
+        api.create(SERVICES, NS, service)
+    api.create(CONFIG_MAPS, NS, config_map("1cm"))  # fine for a config map
+    service["metadata"]["name"] = "svc-1"
+    assert api.create(SERVICES, NS, service)["metadata"]["name"] == "svc-1"
+
+
+def test_list_filters_by_label_selector_and_reports_the_collection_version(api: KubernetesApi) -> None:
+    api.create(PODS, NS, pod("a", {"role": "executor", "app": "x"}))
+    api.create(PODS, NS, pod("b", {"role": "driver", "app": "x"}))
+    last = api.create(PODS, NS, pod("c", {"role": "executor", "app": "y", "inactive": "true"}))
+    api.create(PODS, "elsewhere", pod("d", {"role": "executor", "app": "x"}))
+    listed = api.list(PODS, NS, label_selector="role=executor")
+    assert names(listed.items) == ["a", "c"]
+    assert int(listed.resource_version) >= rv(api.get(PODS, "elsewhere", "d")) > rv(last)
+    assert names(api.list(PODS, NS, label_selector="role=executor,inactive!=true").items) == ["a"]
+    assert names(api.list(PODS, NS, label_selector="app in (y, z)").items) == ["c"]
+    assert names(api.list(PODS, NS, label_selector="app notin (y)").items) == ["a", "b"]
+    assert names(api.list(PODS, NS, label_selector="inactive").items) == ["c"]
+    assert names(api.list(PODS, NS, label_selector="!inactive").items) == ["a", "b"]
+    assert sorted(names(api.list(PODS, None, label_selector="app=x").items)) == ["a", "b", "d"]
+
+
+def test_list_filters_by_field_selector(api: KubernetesApi, control: Control) -> None:
+    api.create(PODS, NS, pod("a"))
+    api.create(PODS, NS, pod("b"))
+    control.set_pod_status(NS, "b", {"phase": "Running"})
+    assert names(api.list(PODS, NS, field_selector="status.phase=Running").items) == ["b"]
+    assert names(api.list(PODS, NS, field_selector="status.phase!=Running").items) == ["a"]
+    assert names(api.list(PODS, NS, field_selector="metadata.name=a").items) == ["a"]
+    assert names(api.list(PODS, None, field_selector=f"metadata.namespace={NS}").items) == ["a", "b"]
+
+
+def test_list_accepts_resource_version_zero(api: KubernetesApi) -> None:
+    api.create(PODS, NS, pod("a"))
+    assert names(api.list(PODS, NS, resource_version="0").items) == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("label_selector", "field_selector"),
+    [("a in b", ""), ("a=b c", ""), ("", "spec.containers=x"), ("", "nonsense")],
+)
+def test_malformed_selectors_are_bad_requests(
+    api: KubernetesApi, label_selector: str, field_selector: str
+) -> None:
+    with pytest.raises(BadRequestError):
+        api.list(PODS, NS, label_selector=label_selector, field_selector=field_selector)
+
+
+def test_returned_objects_are_copies(api: KubernetesApi) -> None:
+    body = pod("a", {"k": "v"})
+    created = api.create(PODS, NS, body)
+    body["metadata"]["labels"]["k"] = "changed"
+    created["metadata"]["labels"]["k"] = "changed"
+    api.get(PODS, NS, "a")["metadata"]["labels"]["k"] = "changed"
+    api.list(PODS, NS).items[0]["metadata"]["labels"]["k"] = "changed"
+    assert api.get(PODS, NS, "a")["metadata"]["labels"] == {"k": "v"}
+
+
+def test_namespaces_are_cluster_scoped(api: KubernetesApi) -> None:
+    created = api.create(NAMESPACES, None, {"metadata": {"name": "team-a"}})
+    assert "namespace" not in created["metadata"]
+    assert "team-a" in names(api.list(NAMESPACES, None).items)
+    assert api.get(NAMESPACES, None, "team-a")["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+def test_other_kinds_are_stored_too(api: KubernetesApi) -> None:
+    claim = {
+        "metadata": {"name": "data-1"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    api.create(PVCS, NS, claim)
+    group = {"metadata": {"name": "gang-1"}, "spec": {"minMember": 3}}
+    created = api.create(POD_GROUPS, NS, group)
+    assert created["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert created["kind"] == "PodGroup"
+    assert api.get(POD_GROUPS, NS, "gang-1")["spec"] == {"minMember": 3}
+    patched = api.patch(POD_GROUPS, NS, "gang-1", {"spec": {"minMember": 4}})
+    assert patched["spec"]["minMember"] == 4
+    assert names(api.list(PVCS, NS).items) == ["data-1"]
+
+
+def test_injected_errors_reach_the_caller_once(api: KubernetesApi, control: Control) -> None:
+    api.create(PODS, NS, pod("a"))
+    control.fail_next("get", PODS, status=403, count=2)
+    for _ in range(2):
+        with pytest.raises(ForbiddenError):
+            api.get(PODS, NS, "a")
+    assert api.get(PODS, NS, "a")["metadata"]["name"] == "a"
+    control.fail_next("create", CONFIG_MAPS, status=403)
+    api.create(PODS, NS, pod("b"))  # another kind is not affected
+    with pytest.raises(ForbiddenError):
+        api.create(CONFIG_MAPS, NS, config_map("c"))
