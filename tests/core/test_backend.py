@@ -8,7 +8,7 @@ from k8s_backend import BackendStateError, ConfigError, KubernetesClusterSchedul
 from k8s_backend.backend_state import BackendState
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SERVICES
 
-from .conftest import APP_ID, DRIVER_URL, Harness, make_harness
+from backend_harness import APP_ID, DRIVER_URL, Harness, make_harness
 
 
 def _created(h: Harness, resource: object) -> list[str]:
