@@ -32,8 +32,31 @@ def fake_adapter() -> Iterator[tuple[KubernetesApi, Control]]:
         fake.close()
 
 
+@contextlib.contextmanager
+def http_adapter() -> Iterator[tuple[KubernetesApi, Control]]:
+    """The official-client adapter over HTTP, against ApiServer serving a FakeKubernetes."""
+    from k8s_backend.conf.model import ApiClientConf
+    from k8s_backend.kube.client import OfficialKubernetesApi
+    from k8s_backend.kube.retry import RetryPolicy
+    from k8s_backend.testing.apiserver import ApiServer
+
+    fake = FakeKubernetes()
+    with ApiServer(fake, token="contract-token") as server:
+        api = OfficialKubernetesApi.from_conf(
+            ApiClientConf(master=server.url, oauth_token="contract-token"),
+            namespace_default="default",
+            retry=RetryPolicy(sleep=lambda _seconds: None),  # retried faults need no real waiting
+        )
+        try:
+            yield api, FakeControl(fake)
+        finally:
+            api.close()
+            fake.close()
+
+
 ADAPTERS: dict[str, Callable[[], AbstractContextManager[tuple[KubernetesApi, Control]]]] = {
-    "fake": fake_adapter
+    "fake": fake_adapter,
+    "http": http_adapter,
 }
 
 

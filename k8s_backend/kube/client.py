@@ -1,0 +1,441 @@
+"""The :class:`KubernetesApi` adapter on the official ``kubernetes`` client.
+
+One generic REST code path serves every :class:`Resource` (core ``/api/v1`` and ``/apis/{group}/{version}``).
+Requests go through the client's urllib3 pool (which carries its TLS and proxy settings) and responses
+are read as plain JSON: the client's model classes cost ~15x more and the hot paths (watch events, large
+resyncs) do not need them. Every call has a connect and a read timeout; failures are retried by
+:class:`RetryPolicy` and surface as :class:`ApiError` subclasses.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import logging
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import urllib3
+
+from k8s_backend.conf.model import ApiClientConf
+from k8s_backend.kube.config import build_client_settings
+from k8s_backend.kube.port import (
+    MERGE_PATCH,
+    ApiConnectionError,
+    ApiError,
+    BadRequestError,
+    Obj,
+    ObjectList,
+    Resource,
+    WatchEvent,
+    error_for_status,
+)
+from k8s_backend.kube.retry import SSL_ERROR_REASON, RetryPolicy
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "k8s-backend/0.1 (kubernetes-python)"
+WATCH_READ_GRACE = 30.0
+"""Seconds the client waits beyond the server's ``timeoutSeconds`` before calling a watch dead."""
+
+_Patch = Obj | builtins.list[Obj]
+
+
+class OfficialKubernetesApi:
+    """:class:`KubernetesApi` over the official client's HTTP stack, reading plain JSON.
+
+    ``namespace=None`` means every namespace for list, watch and delete_collection (as the API server's
+    cluster-wide paths), the body's namespace or ``namespace_default`` for create, and
+    ``namespace_default`` for single-object calls. ``retry`` bounds and paces retries (inject a fake
+    ``sleep`` in tests). ``watch_idle_timeout`` is the client read timeout of a watch opened without
+    ``timeout_seconds``.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        namespace_default: str | None = None,
+        retry: RetryPolicy | None = None,
+        request_timeout: float = 10.0,
+        connection_timeout: float = 10.0,
+        watch_idle_timeout: float = 300.0,
+        source: str = "",
+    ) -> None:
+        self._api_client = api_client
+        self._configuration = api_client.configuration
+        self._pool = api_client.rest_client.pool_manager
+        self._host = str(self._configuration.host).rstrip("/")
+        self._namespace_default = namespace_default
+        self._retry = retry or RetryPolicy()
+        self._timeout = urllib3.Timeout(connect=connection_timeout, read=request_timeout)
+        self._connection_timeout = connection_timeout
+        self._watch_idle_timeout = watch_idle_timeout
+        self._source = source or "an ApiClient configuration"
+        self._watches: weakref.WeakSet[HttpWatchStream] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._owns_client = False  # from_conf's clients are closed with the adapter
+
+    @classmethod
+    def from_conf(
+        cls,
+        api_conf: ApiClientConf,
+        *,
+        namespace_default: str,
+        retry: RetryPolicy | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> OfficialKubernetesApi:
+        """Build the client from Spark's settings (see :mod:`k8s_backend.kube.config`)."""
+        from kubernetes.client import ApiClient
+
+        settings = build_client_settings(api_conf, environ=environ)
+        api_client: Any = ApiClient(settings.configuration)
+        adapter = cls(
+            api_client,
+            namespace_default=namespace_default,
+            retry=retry,
+            request_timeout=api_conf.request_timeout,
+            connection_timeout=api_conf.connection_timeout,
+            source=settings.source,
+        )
+        adapter._owns_client = True
+        return adapter
+
+    # -- the KubernetesApi protocol -------------------------------------------------------------------
+
+    def create(self, resource: Resource, namespace: str | None, body: Obj) -> Obj:
+        """Create an object (POST to the collection)."""
+        if resource.namespaced and namespace is None:
+            given = (body.get("metadata") or {}).get("namespace")
+            namespace = given or self._namespace_default or "default"
+        return self._call("POST", resource.path(namespace), body=body)  # type: ignore[no-any-return]
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> Obj:
+        """Read one object."""
+        return self._call("GET", self._path(resource, namespace, name))  # type: ignore[no-any-return]
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str | None = None,
+    ) -> ObjectList:
+        """List objects; items get ``kind``/``apiVersion`` so they look like GET results."""
+        query = _selectors(label_selector, field_selector)
+        if resource_version is not None:
+            query["resourceVersion"] = resource_version
+        data = self._call("GET", resource.path(namespace), query=query)
+        items: builtins.list[Obj] = data.get("items") or []
+        for item in items:
+            item.setdefault("apiVersion", resource.api_version)
+            item.setdefault("kind", resource.kind)
+        version = (data.get("metadata") or {}).get("resourceVersion", "")
+        return ObjectList(items=items, resource_version=str(version))
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> HttpWatchStream:
+        """Open a watch; the HTTP response is read line by line as it streams."""
+        query = {"watch": "true", **_selectors(label_selector, field_selector)}
+        if allow_bookmarks:
+            query["allowWatchBookmarks"] = "true"
+        if resource_version is not None:
+            query["resourceVersion"] = resource_version
+        read_timeout = self._watch_idle_timeout
+        if timeout_seconds is not None:
+            query["timeoutSeconds"] = str(timeout_seconds)
+            read_timeout = timeout_seconds + WATCH_READ_GRACE
+        path = resource.path(namespace)
+        timeout = urllib3.Timeout(connect=self._connection_timeout, read=read_timeout)
+        response = self._retry.call(
+            lambda: self._open("GET", path, query, None, None, timeout), verb="WATCH", path=path
+        )
+        stream = HttpWatchStream(response, description=f"{path}?{urlencode(query)}")
+        with self._lock:
+            self._watches.add(stream)
+        return stream
+
+    def patch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        patch: _Patch,
+        *,
+        patch_type: str = MERGE_PATCH,
+    ) -> Obj:
+        """Patch one object with the given patch content type."""
+        path = self._path(resource, namespace, name)
+        return self._call("PATCH", path, body=patch, content_type=patch_type)  # type: ignore[no-any-return]
+
+    def delete(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        """Delete one object."""
+        query = {} if grace_period_seconds is None else {"gracePeriodSeconds": str(grace_period_seconds)}
+        self._call("DELETE", self._path(resource, namespace, name), query=query)
+
+    def delete_collection(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        """Delete every matching object, dependents in the background (as Spark does at stop)."""
+        query = {**_selectors(label_selector, field_selector), "propagationPolicy": "Background"}
+        if grace_period_seconds is not None:
+            query["gracePeriodSeconds"] = str(grace_period_seconds)
+        self._call("DELETE", resource.path(namespace), query=query)
+
+    def close(self) -> None:
+        """Close open watches and the connection pool."""
+        with self._lock:
+            watches = builtins.list(self._watches)
+        for stream in watches:
+            stream.close()
+        self._pool.clear()
+        if self._owns_client:
+            self._api_client.close()
+
+    # -- HTTP ------------------------------------------------------------------------------------------
+
+    def _path(self, resource: Resource, namespace: str | None, name: str) -> str:
+        """The path of one object; ``namespace=None`` means ``namespace_default``."""
+        if resource.namespaced and namespace is None:
+            namespace = self._namespace_default
+            if namespace is None:
+                raise BadRequestError(f"{resource.plural} are namespaced: pass the namespace of the object")
+        return resource.path(namespace, name)
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: object = None,
+        content_type: str | None = None,
+    ) -> Any:
+        """One request with retries; the parsed JSON answer."""
+        payload = None if body is None else json.dumps(body).encode()
+        if payload is not None and content_type is None:
+            content_type = "application/json"
+
+        def attempt() -> Any:
+            response = self._open(method, path, query, payload, content_type, self._timeout)
+            try:
+                data = response.data
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                raise self._connection_error(method, path, e) from e
+            finally:
+                response.release_conn()
+            try:
+                return json.loads(data) if data else {}
+            except ValueError:
+                message = f"{method} {path} answered {response.status} with a non-JSON body: {data[:200]!r}"
+                raise ApiError(message, status=response.status, reason="InvalidResponse") from None
+
+        return self._retry.call(attempt, verb=method, path=path)
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None,
+        payload: bytes | None,
+        content_type: str | None,
+        timeout: urllib3.Timeout,
+    ) -> Any:
+        """Send a request; the streaming urllib3 response if 2xx, else raise the mapped error."""
+        url = self._host + path + (f"?{urlencode(query)}" if query else "")
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self._auth_headers()}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        try:
+            response = self._pool.request(
+                method,
+                url,
+                body=payload,
+                headers=headers,
+                timeout=timeout,
+                preload_content=False,
+                retries=False,
+                redirect=False,
+            )
+        except urllib3.exceptions.HTTPError as e:
+            raise self._connection_error(method, path, e) from e
+        if 200 <= response.status < 300:
+            return response
+        try:
+            data = response.data
+        except (urllib3.exceptions.HTTPError, OSError):
+            data = b""
+        finally:
+            response.release_conn()
+        raise error_from_response(response.status, data, response.headers)
+
+    def _auth_headers(self) -> dict[str, str]:
+        # auth_settings() runs the refresh hook, so rotated tokens (files, exec plugins) are picked up.
+        headers: dict[str, str] = {}
+        for setting in self._configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+    def _connection_error(self, method: str, path: str, error: BaseException) -> ApiConnectionError:
+        cause = error.reason if isinstance(error, urllib3.exceptions.MaxRetryError) else error
+        reason = SSL_ERROR_REASON if isinstance(cause, urllib3.exceptions.SSLError) else None
+        message = f"{method} {self._host}{path} failed (API server from {self._source}): {error}"
+        return ApiConnectionError(message, reason=reason)
+
+
+class HttpWatchStream:
+    """A watch over one streaming HTTP response, one JSON event per line.
+
+    ERROR events raise the mapped :class:`ApiError` (:class:`GoneError` for 410). When the server ends
+    the stream, the connection drops or the read times out, iteration just ends: the caller re-watches
+    from the last resourceVersion it saw. :meth:`close` may be called from any thread and unblocks a
+    reader at once.
+    """
+
+    def __init__(self, response: Any, *, description: str) -> None:
+        self._response = response
+        self._description = description
+        self._closed = threading.Event()
+        self._iterating = False
+        self._release_lock = threading.Lock()
+        self._released = False
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        if self._iterating:
+            raise RuntimeError("a watch stream can be iterated only once")
+        self._iterating = True
+        try:
+            yield from self._events()
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            if not self._closed.is_set():
+                log.info("Watch %s ended: %s", self._description, e)
+        finally:
+            self._release()
+
+    def _events(self) -> Iterator[WatchEvent]:
+        pending = b""
+        for chunk in self._chunks():
+            if self._closed.is_set():
+                return
+            pending += chunk
+            if b"\n" not in pending:
+                continue
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    yield _event(line)
+        if pending.strip() and not self._closed.is_set():
+            yield _event(pending)
+
+    def _chunks(self) -> Iterator[bytes]:
+        response = self._response
+        if response.chunked and response.supports_chunked_reads():
+            yield from response.read_chunked(decode_content=True)
+            return
+        while chunk := response.read1(65536):
+            yield chunk
+
+    def close(self) -> None:
+        """End the stream now (a reader blocked in another thread returns promptly)."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        with contextlib.suppress(AttributeError, ValueError, RuntimeError, OSError):
+            self._response.shutdown()  # unblocks a read in progress (urllib3 >= 2.3)
+        if not self._iterating:
+            self._release()
+
+    def _release(self) -> None:
+        self._closed.set()
+        with self._release_lock:  # close() and the reader may both get here; release only once
+            if self._released:
+                return
+            self._released = True
+        with contextlib.suppress(urllib3.exceptions.HTTPError, OSError):
+            self._response.close()  # also closes the connection: a cut stream is never reused
+            self._response.release_conn()
+
+
+def _event(line: bytes) -> WatchEvent:
+    try:
+        event = json.loads(line)
+        kind = event.get("type", "")
+        obj = event.get("object") or {}
+    except (ValueError, AttributeError):
+        raise ApiError(f"malformed watch event: {line[:200]!r}", reason="InvalidResponse") from None
+    if kind == "ERROR":
+        raise error_from_status(obj)
+    return WatchEvent(kind, obj)
+
+
+def _selectors(label_selector: str, field_selector: str) -> dict[str, str]:
+    query: dict[str, str] = {}
+    if label_selector:
+        query["labelSelector"] = label_selector
+    if field_selector:
+        query["fieldSelector"] = field_selector
+    return query
+
+
+def error_from_status(
+    status: Obj, *, http_status: int | None = None, retry_after: float | None = None
+) -> ApiError:
+    """The :class:`ApiError` for a Kubernetes ``Status`` object (an error body or a watch ERROR event)."""
+    code = http_status or int(status.get("code") or 500)
+    message = str(status.get("message") or status.get("reason") or f"HTTP {code}")
+    details = status.get("details") or {}
+    if retry_after is None and details.get("retryAfterSeconds") is not None:
+        retry_after = float(details["retryAfterSeconds"])
+    reason = status.get("reason") or None
+    return error_for_status(code, message, reason=reason, retry_after=retry_after, body=status)
+
+
+def error_from_response(status: int, data: bytes, headers: Mapping[str, str]) -> ApiError:
+    """The :class:`ApiError` for a non-2xx answer: its Status body, plus ``Retry-After`` if any."""
+    retry_after = _retry_after(headers.get("Retry-After"))
+    try:
+        body = json.loads(data) if data else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        return error_from_status(body, http_status=status, retry_after=retry_after)
+    text = data.decode("utf-8", "replace").strip()[:500] or f"HTTP {status}"
+    return error_for_status(status, text, retry_after=retry_after)
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: the Kubernetes API server never sends one

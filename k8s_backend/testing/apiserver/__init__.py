@@ -1,0 +1,10 @@
+"""An HTTP Kubernetes API server for tests, in front of :class:`k8s_backend.testing.FakeKubernetes`.
+
+``ApiServer(FakeKubernetes(), token=...)`` serves pods, config maps, services, PVCs, namespaces and any
+custom resource (Volcano PodGroups) with list/watch (chunked or WebSocket), create, get, replace,
+patch, delete and delete-collection, discovery, and ``Status`` error bodies.
+"""
+
+from k8s_backend.testing.apiserver.server import ApiServer, RequestRecord
+
+__all__ = ["ApiServer", "RequestRecord"]
