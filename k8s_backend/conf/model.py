@@ -38,7 +38,7 @@ class ResourceProfile:
     offheap_mib: int = 0
     pyspark_memory_mib: int = 0
     custom_resources: tuple[ResourceRequest, ...] = ()
-    task_cpus: int = 1
+    task_cpus: float = 1  # a decimal since Spark 4.2 (fractional task CPUs)
 
 
 @attrs.frozen
@@ -56,6 +56,10 @@ class VolumeSpec:
     storage_class: str = ""
     size_limit: str = ""  # Kubernetes quantity, e.g. "10Gi"
     medium: str = ""  # emptyDir
+    mount_sub_path_expr: str = ""  # mount.subPathExpr (exclusive with mount.subPath)
+    host_path_type: str = ""  # hostPath options.type ("" = no check)
+    labels: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)  # persistentVolumeClaim label.*
+    annotations: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)  # ... annotation.*
 
 
 @attrs.frozen
@@ -85,6 +89,7 @@ class AllocationConf:
     max_pending_pods_per_rp: int = 2**31 - 1
     executor_timeout: float = 600.0
     driver_readiness_timeout: float = 1.0
+    maximum: int = 2**31 - 1  # spark.kubernetes.allocation.maximum: pods created over the app's life
 
     @property
     def pod_creation_timeout(self) -> float:
@@ -102,7 +107,7 @@ class SnapshotsConf:
     enable_polling_with_resource_version: bool = False
     event_processing_interval: float = 1.0
     missing_pod_detect_delta: float = 30.0
-    check_all_containers: bool = False
+    check_all_containers: bool = True  # Spark 4.3's default
     subscribers_shutdown_grace_period: float = 20.0
 
 
@@ -116,6 +121,7 @@ class LifecycleConf:
     delete_grace_period: float = 5.0  # spark.kubernetes.dynamicAllocation.deleteGracePeriod
     max_executor_failures: int | None = None  # None: max(3, 2 x max executors)
     failures_validity_interval: float | None = None
+    deleted_executors_cache_timeout: float = 180.0
 
 
 @attrs.frozen
@@ -192,6 +198,10 @@ class ExecutorPodConf:
     use_driver_pod_ip: bool = True
     legacy_read_write_once: bool = False
     default_profile: ResourceProfile = ResourceProfile()
+    excluded_feature_steps: tuple[str, ...] = ()
+    termination_grace_period: float = 30.0  # seconds; the pod's terminationGracePeriodSeconds
+    allow_privilege_escalation: bool = False
+    hadoop_config_map: str | None = None  # spark.kubernetes.executor.hadoopConfigMapName
 
     @property
     def container_name(self) -> str:

@@ -1,0 +1,278 @@
+"""Keys table, backend part: allocation, pod snapshots, executor lifecycle and executor counts."""
+
+from __future__ import annotations
+
+from k8s_backend.conf.spec import (
+    LABEL_KEY,
+    LABEL_VALUE,
+    Key,
+    Kind,
+    at_least,
+    between,
+    greater_than,
+    one_of,
+)
+
+INT_MAX = "2147483647"
+_POSITIVE_INT = greater_than(0, "must be a positive integer (> 0)")
+_POSITIVE_TIME = greater_than(0, "must be a positive time value")
+_POSITIVE_SECONDS = greater_than(
+    0, "must be a positive time value, counted in whole seconds (so at least 1s)"
+)
+
+ALLOCATION_KEYS: tuple[Key, ...] = (
+    Key(
+        "spark.kubernetes.allocation.pods.allocator",
+        Kind.STRING,
+        "direct",
+        "Pods allocator. Only `direct` (Spark's ExecutorPodsAllocator) is supported.",
+        field="allocation.allocator",
+        check=one_of(
+            "direct",
+            accepted="only `direct` is supported by k8s_backend (Spark's `statefulset` and `deployment` "
+            "allocators and custom AbstractPodsAllocator classes are not); remove the key or set it to "
+            "direct",
+        ),
+    ),
+    Key(
+        "spark.kubernetes.allocation.batch.size",
+        Kind.INT,
+        "20",
+        "Most pods requested per resource profile in one allocation round.",
+        field="allocation.batch_size",
+        check=_POSITIVE_INT,
+    ),
+    Key(
+        "spark.kubernetes.allocation.batch.delay",
+        Kind.DURATION_MS,
+        "1s",
+        "Time between allocation rounds; also how long a newly created PVC is not reused.",
+        field="allocation.batch_delay",
+        check=greater_than(0.1, "must be greater than 0.1s"),
+    ),
+    Key(
+        "spark.kubernetes.allocation.maxPendingPods",
+        Kind.INT,
+        INT_MAX,
+        "Most executor pods not yet running (pending or requested), over all resource profiles.",
+        field="allocation.max_pending_pods",
+        check=_POSITIVE_INT,
+    ),
+    Key(
+        "spark.kubernetes.allocation.maxPendingPodsPerRp",
+        Kind.INT,
+        INT_MAX,
+        "Most executor pods not yet running per resource profile; at most maxPendingPods when set.",
+        field="allocation.max_pending_pods_per_rp",
+        check=_POSITIVE_INT,
+    ),
+    Key(
+        "spark.kubernetes.allocation.maximum",
+        Kind.INT,
+        INT_MAX,
+        "Most executor pods created over the whole life of the application.",
+        field="allocation.maximum",
+        check=_POSITIVE_INT,
+    ),
+    Key(
+        "spark.kubernetes.allocation.executor.timeout",
+        Kind.DURATION_MS,
+        "600s",
+        "A requested pod not seen by then (at least 5 x batch.delay) is deleted and asked for again.",
+        field="allocation.executor_timeout",
+        check=_POSITIVE_TIME,
+    ),
+    Key(
+        "spark.kubernetes.allocation.driver.readinessTimeout",
+        Kind.DURATION_S,
+        "1s",
+        "How long to wait at start for the driver pod to be Ready before creating executors.",
+        field="allocation.driver_readiness_timeout",
+        check=_POSITIVE_SECONDS,
+    ),
+)
+
+SNAPSHOT_KEYS: tuple[Key, ...] = (
+    Key(
+        "spark.kubernetes.executor.enableApiWatcher",
+        Kind.BOOL,
+        "true",
+        "Watch executor pods (internal Spark key).",
+        field="snapshots.enable_api_watcher",
+    ),
+    Key(
+        "spark.kubernetes.executor.enableApiPolling",
+        Kind.BOOL,
+        "true",
+        "Also list executor pods periodically (internal Spark key).",
+        field="snapshots.enable_api_polling",
+    ),
+    Key(
+        "spark.kubernetes.executor.apiPollingInterval",
+        Kind.DURATION_MS,
+        "30s",
+        "Time between full lists of executor pods.",
+        field="snapshots.api_polling_interval",
+        check=_POSITIVE_TIME,
+    ),
+    Key(
+        "spark.kubernetes.executor.enablePollingWithResourceVersion",
+        Kind.BOOL,
+        "false",
+        "List with resourceVersion=0 (served from the API server cache), ignoring older lists.",
+        field="snapshots.enable_polling_with_resource_version",
+    ),
+    Key(
+        "spark.kubernetes.executor.eventProcessingInterval",
+        Kind.DURATION_MS,
+        "1s",
+        "Time between two handlings of pod snapshots by the lifecycle manager.",
+        field="snapshots.event_processing_interval",
+        check=_POSITIVE_TIME,
+    ),
+    Key(
+        "spark.kubernetes.executor.missingPodDetectDelta",
+        Kind.DURATION_MS,
+        "30s",
+        "A registered executor missing from pod lists for longer than this is removed.",
+        field="snapshots.missing_pod_detect_delta",
+        check=_POSITIVE_TIME,
+    ),
+    Key(
+        "spark.kubernetes.executor.checkAllContainers",
+        Kind.BOOL,
+        "true",
+        "A pod with any failed container counts as failed (not only the Spark container).",
+        field="snapshots.check_all_containers",
+    ),
+    Key(
+        "spark.kubernetes.executorSnapshotsSubscribersShutdownGracePeriod",
+        Kind.DURATION_S,
+        "20s",
+        "How long stopping waits for snapshot subscribers to finish.",
+        field="snapshots.subscribers_shutdown_grace_period",
+        check=_POSITIVE_SECONDS,
+    ),
+)
+
+LIFECYCLE_KEYS: tuple[Key, ...] = (
+    Key(
+        "spark.kubernetes.executor.deleteOnTermination",
+        Kind.BOOL,
+        "true",
+        "Delete finished or failed executor pods; if false they are labelled `spark-exec-inactive=true`.",
+        field="lifecycle.delete_on_termination",
+    ),
+    Key(
+        "spark.kubernetes.executor.decommissionLabel",
+        Kind.STRING,
+        None,
+        "Label put on executor pods being killed or decommissioned (for disruption budgets).",
+        field="lifecycle.decommission_label",
+        check=LABEL_KEY,
+    ),
+    Key(
+        "spark.kubernetes.executor.decommissionLabelValue",
+        Kind.STRING,
+        None,
+        "Value of that label (empty when unset).",
+        field="lifecycle.decommission_label_value",
+        check=LABEL_VALUE,
+    ),
+    Key(
+        "spark.kubernetes.dynamicAllocation.deleteGracePeriod",
+        Kind.DURATION_MS,
+        "5s",
+        "Wait after a graceful executor kill before force-deleting a pod still running.",
+        field="lifecycle.delete_grace_period",
+        check=at_least(0, "must be 0 or more"),
+    ),
+    Key(
+        "spark.kubernetes.executor.deletedExecutorsCacheTimeout",
+        Kind.DURATION_S,
+        "180s",
+        "How long removed executors are remembered, so late pod events are not handled twice.",
+        field="lifecycle.deleted_executors_cache_timeout",
+        check=at_least(0, "must be 0 or more"),
+    ),
+    Key(
+        "spark.executor.maxNumFailures",
+        Kind.INT,
+        None,
+        "Executor failures before the application fails; unset: max(3, 2 x the executor count "
+        "(maxExecutors with dynamic allocation, else spark.executor.instances or 0)).",
+        field="lifecycle.max_executor_failures",
+        check=_POSITIVE_INT,
+        custom=True,
+    ),
+    Key(
+        "spark.executor.failuresValidityInterval",
+        Kind.DURATION_MS,
+        None,
+        "Executor failures older than this are forgotten; unset: never.",
+        field="lifecycle.failures_validity_interval",
+        check=at_least(0, "must be 0 or more"),
+    ),
+)
+
+SCALING_KEYS: tuple[Key, ...] = (
+    Key(
+        "spark.executor.instances",
+        Kind.INT,
+        "2",
+        "Executor count without dynamic allocation; with it, a floor for the initial count.",
+        field="scaling.executor_instances",
+        check=at_least(0),
+        spark_default="<undefined>",
+        spark_default_reason="Spark's Kubernetes backend uses 2 when unset (SchedulerBackendUtils)",
+    ),
+    Key(
+        "spark.dynamicAllocation.enabled",
+        Kind.BOOL,
+        "false",
+        "Dynamic allocation: Spark asks for executors as the load changes.",
+        field="scaling.dynamic_allocation",
+    ),
+    Key(
+        "spark.dynamicAllocation.minExecutors",
+        Kind.INT,
+        "0",
+        "Fewest executors with dynamic allocation.",
+        field="scaling.min_executors",
+    ),
+    Key(
+        "spark.dynamicAllocation.maxExecutors",
+        Kind.INT,
+        INT_MAX,
+        "Most executors with dynamic allocation; must not be 0.",
+        field="scaling.max_executors",
+    ),
+    Key(
+        "spark.dynamicAllocation.initialExecutors",
+        Kind.INT,
+        None,
+        "Executors at start with dynamic allocation: the largest of this, minExecutors and "
+        "spark.executor.instances; must not exceed maxExecutors.",
+        field="scaling.initial_executors",
+        fallbacks=("spark.dynamicAllocation.minExecutors",),
+        custom=True,
+    ),
+    Key(
+        "spark.dynamicAllocation.executorIdleTimeout",
+        Kind.DURATION_S,
+        "60s",
+        "Idle time before dynamic allocation removes an executor; newer pending requests are kept that long.",
+        field="scaling.executor_idle_timeout",
+        check=at_least(0, "must be 0 or more"),
+    ),
+    Key(
+        "spark.scheduler.minRegisteredResourcesRatio",
+        Kind.FLOAT,
+        "0.8",
+        "Share of the wanted executors that must register before scheduling starts.",
+        field="scaling.min_registered_ratio",
+        check=between(0, 1),
+        spark_default="<undefined>",
+        spark_default_reason="Spark's Kubernetes backend uses 0.8 when unset",
+    ),
+)
