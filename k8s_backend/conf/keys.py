@@ -14,10 +14,21 @@ from types import MappingProxyType
 
 import attrs
 
-from k8s_backend.conf.keys_backend import ALLOCATION_KEYS, LIFECYCLE_KEYS, SCALING_KEYS, SNAPSHOT_KEYS
+from k8s_backend.conf.keys_backend import (
+    ALLOCATION_KEYS,
+    LIFECYCLE_KEYS,
+    SCALING_KEYS,
+    SNAPSHOT_KEYS,
+)
 from k8s_backend.conf.keys_driver import API_KEYS, APP_KEYS, AUTH_KEYS, DRIVER_KEYS
 from k8s_backend.conf.keys_executor import IMAGE_KEYS, MISC_KEYS, POD_KEYS
-from k8s_backend.conf.keys_passthrough import DRIVER_POD_KEYS, PROJECT_KEYS, SUBMISSION_KEYS, UNSUPPORTED_KEYS
+from k8s_backend.conf.keys_gang import EXECUTOR_TRACKING_KEYS, GANG_KEYS
+from k8s_backend.conf.keys_passthrough import (
+    DRIVER_POD_KEYS,
+    PROJECT_KEYS,
+    SUBMISSION_KEYS,
+    UNSUPPORTED_KEYS,
+)
 from k8s_backend.conf.keys_resources import RESOURCE_KEYS
 from k8s_backend.conf.spec import Key, Kind, Use
 
@@ -60,7 +71,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("Executor count", SCALING_KEYS),
     Section("Driver", DRIVER_KEYS),
     Section("Kubernetes API client", API_KEYS + AUTH_KEYS),
-    Section("Read by other parts of k8s_backend", PROJECT_KEYS),
+    Section("Stuck executors and recovery after a restart", EXECUTOR_TRACKING_KEYS),
+    Section("Gang scheduling (YuniKorn, Volcano, built-in)", GANG_KEYS + PROJECT_KEYS),
     Section("Passed through: driver pod and submission", DRIVER_POD_KEYS + SUBMISSION_KEYS),
     Section("Passed through: Spark features k8s_backend does not provide", UNSUPPORTED_KEYS),
 )

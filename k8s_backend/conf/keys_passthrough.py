@@ -128,20 +128,4 @@ UNSUPPORTED_KEYS: tuple[Key, ...] = (
 )
 
 # Keys of k8s_backend itself (or Spark keys) read by other modules through ``KubernetesConf.get``.
-PROJECT_KEYS: tuple[Key, ...] = (
-    Key(
-        "spark.kubernetes.scheduler.volcano.podGroupTemplateFile",
-        Kind.STRING,
-        None,
-        "Volcano PodGroup template, read by k8s_backend.gang.",
-        has_spark_entry=False,
-    ),
-    Key(
-        "spark.kubernetes.recovery.policy",
-        Kind.STRING,
-        "adopt",
-        "After a driver restart: `adopt` the application's live executor pods, or `delete` them "
-        "(read by k8s_backend.recovery).",
-        has_spark_entry=False,
-    ),
-)
+PROJECT_KEYS: tuple[Key, ...] = ()

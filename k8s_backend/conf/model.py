@@ -122,6 +122,9 @@ class LifecycleConf:
     max_executor_failures: int | None = None  # None: max(3, 2 x max executors)
     failures_validity_interval: float | None = None
     deleted_executors_cache_timeout: float = 180.0
+    stuck_timeout: float = 60.0  # pending longer than this: the reason is logged and shown in status()
+    image_pull_fail_timeout: float = 120.0  # 0 disables failing the application on unpullable images
+    recovery_policy: str = "adopt"  # after a restart: adopt matching live executor pods, or delete them
 
 
 @attrs.frozen
@@ -209,6 +212,22 @@ class ExecutorPodConf:
 
 
 @attrs.frozen
+class GangConf:
+    """Gang scheduling: YuniKorn task groups, Volcano PodGroups, or the built-in all-or-nothing start."""
+
+    enabled: bool = False  # built-in all-or-nothing start
+    min_executors: int | None = None  # None: the initial executor count
+    timeout: float = 300.0
+    style: str = "Soft"  # Soft: go on with what runs; Hard: fail the application
+    yunikorn: bool | None = None  # None: when the scheduler name is "yunikorn"
+    yunikorn_queue: str | None = None
+    yunikorn_task_group: str = "spark-executor"
+    volcano_queue: str | None = None
+    volcano_priority_class: str | None = None
+    volcano_template_file: str | None = None
+
+
+@attrs.frozen
 class KubernetesConf:
     """The whole configuration of a k8s_backend application, grouped by concern."""
 
@@ -222,6 +241,7 @@ class KubernetesConf:
     scaling: ScalingConf = ScalingConf()
     driver: DriverConf = DriverConf()
     executor: ExecutorPodConf = ExecutorPodConf()
+    gang: GangConf = GangConf()
     spark_properties: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)
 
     @classmethod

@@ -22,6 +22,7 @@ from k8s_backend.conf.model import (
     AllocationConf,
     ApiClientConf,
     DriverConf,
+    GangConf,
     ExecutorPodConf,
     KubernetesConf,
     LifecycleConf,
@@ -326,5 +327,6 @@ def _assemble(values: Mapping[str, Any], props: Mapping[str, str]) -> Kubernetes
         scaling=ScalingConf(**_group(values, "scaling.")),
         driver=DriverConf(**_group(values, "driver.")),
         executor=ExecutorPodConf(default_profile=profile, **_group(values, "executor.")),
+        gang=GangConf(**_group(values, "gang.")),
         spark_properties=props,
     )

@@ -101,6 +101,19 @@ READS: dict[str, tuple[str, Any]] = {
     "spark.kubernetes.trust.certificates": ("true", True),
     "spark.kubernetes.driver.requestTimeout": ("2500", 2.5),
     "spark.kubernetes.driver.connectionTimeout": ("3s", 3.0),
+    "spark.kubernetes.gang.enabled": ("true", True),
+    "spark.kubernetes.gang.minExecutors": ("4", 4),
+    "spark.kubernetes.gang.timeout": ("2min", 120.0),
+    "spark.kubernetes.gang.style": ("Hard", "Hard"),
+    "spark.kubernetes.yunikorn.enabled": ("true", True),
+    "spark.kubernetes.yunikorn.queue": ("root.spark", "root.spark"),
+    "spark.kubernetes.yunikorn.taskGroupName": ("execs", "execs"),
+    "spark.kubernetes.volcano.queue": ("batch", "batch"),
+    "spark.kubernetes.volcano.priorityClassName": ("high", "high"),
+    "spark.kubernetes.scheduler.volcano.podGroupTemplateFile": ("/pg.yaml", "/pg.yaml"),
+    "spark.kubernetes.executor.stuckTimeout": ("90", 90.0),
+    "spark.kubernetes.executor.imagePullFailTimeout": ("0", 0.0),
+    "spark.kubernetes.recovery.policy": ("delete", "delete"),
 }
 
 GENERIC = [r for r in keys.KEYS if r.field and not r.custom and not r.is_prefix and r.use is Use.READ]
@@ -204,6 +217,13 @@ BAD: dict[str, tuple[str, str]] = {
         and row.field
         and row.field.startswith("api.")
     },
+    "spark.kubernetes.gang.minExecutors": ("0", "invalid: must be a positive integer"),
+    "spark.kubernetes.gang.timeout": ("0s", "invalid: must be a positive duration"),
+    "spark.kubernetes.gang.style": ("hard", "invalid: must be one of Soft, Hard"),
+    "spark.kubernetes.yunikorn.taskGroupName": ("Bad_Name", "invalid: must be a DNS-1123 label"),
+    "spark.kubernetes.executor.stuckTimeout": ("0", "invalid: must be a positive duration"),
+    "spark.kubernetes.executor.imagePullFailTimeout": ("-1s", "invalid: must be 0 (disabled) or a positive"),
+    "spark.kubernetes.recovery.policy": ("keep", "invalid: must be one of adopt, delete"),
 }
 
 

@@ -1,0 +1,131 @@
+"""Keys of k8s_backend's own features: gang scheduling, stuck executors, recovery after a restart."""
+
+from __future__ import annotations
+
+from k8s_backend.conf.spec import DNS_LABEL, Key, Kind, at_least, greater_than, one_of
+
+_OURS = {"has_spark_entry": False}
+
+GANG_KEYS: tuple[Key, ...] = (
+    Key(
+        "spark.kubernetes.gang.enabled",
+        Kind.BOOL,
+        "false",
+        "Built-in all-or-nothing start (for clusters without a gang scheduler): the application is held "
+        "until `spark.kubernetes.gang.minExecutors` executors run.",
+        field="gang.enabled",
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.gang.minExecutors",
+        Kind.INT,
+        None,
+        "Executors that must run together (the gang's minMember); unset: the initial executor count.",
+        field="gang.min_executors",
+        check=greater_than(0, "must be a positive integer (> 0)"),
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.gang.timeout",
+        Kind.DURATION_S,
+        "300s",
+        "How long the gang may wait for its executors (YuniKorn's placeholderTimeoutInSeconds, and the "
+        "built-in start's hold time).",
+        field="gang.timeout",
+        check=greater_than(0, "must be a positive duration"),
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.gang.style",
+        Kind.STRING,
+        "Soft",
+        "On gang timeout: `Soft` goes on with the executors that run, `Hard` fails the application with "
+        "the reasons the others are pending.",
+        field="gang.style",
+        check=one_of("Soft", "Hard"),
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.yunikorn.enabled",
+        Kind.BOOL,
+        None,
+        "Add YuniKorn's app-id, queue, task-group and scheduling-policy annotations to executor pods; "
+        "unset: on when the scheduler name is `yunikorn`.",
+        field="gang.yunikorn",
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.yunikorn.queue",
+        Kind.STRING,
+        None,
+        "YuniKorn queue (label and annotation `yunikorn.apache.org/queue`), e.g. `root.default`.",
+        field="gang.yunikorn_queue",
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.yunikorn.taskGroupName",
+        Kind.STRING,
+        "spark-executor",
+        "Name of the executors' YuniKorn task group.",
+        field="gang.yunikorn_task_group",
+        check=DNS_LABEL,
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.volcano.queue",
+        Kind.STRING,
+        None,
+        "Volcano queue of the application's PodGroup (`spec.queue`).",
+        field="gang.volcano_queue",
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.volcano.priorityClassName",
+        Kind.STRING,
+        None,
+        "priorityClassName of the application's Volcano PodGroup.",
+        field="gang.volcano_priority_class",
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.scheduler.volcano.podGroupTemplateFile",
+        Kind.STRING,
+        None,
+        "Volcano PodGroup template (YAML or JSON); our minMember, minResources, queue and priority go on top.",
+        field="gang.volcano_template_file",
+        **_OURS,
+    ),
+)
+
+EXECUTOR_TRACKING_KEYS: tuple[Key, ...] = (
+    Key(
+        "spark.kubernetes.executor.stuckTimeout",
+        Kind.DURATION_S,
+        "60s",
+        "Executors pending longer than this have their reason (Unschedulable, ImagePullBackOff, ...) "
+        "logged once per change and shown in `status()`.",
+        field="lifecycle.stuck_timeout",
+        check=greater_than(0, "must be a positive duration"),
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.executor.imagePullFailTimeout",
+        Kind.DURATION_S,
+        "120s",
+        "Fail the application when an executor image cannot be pulled for this long and no executor of "
+        "its profile ever ran; 0 disables.",
+        field="lifecycle.image_pull_fail_timeout",
+        check=at_least(0, "must be 0 (disabled) or a positive duration"),
+        **_OURS,
+    ),
+    Key(
+        "spark.kubernetes.recovery.policy",
+        Kind.STRING,
+        "adopt",
+        "When the backend starts for an application that already has executor pods: `adopt` the live ones "
+        "that match (same driver URL and image) or `delete` them all.",
+        field="lifecycle.recovery_policy",
+        check=one_of("adopt", "delete"),
+        **_OURS,
+    ),
+)
