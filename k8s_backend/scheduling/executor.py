@@ -220,7 +220,7 @@ class DeterministicScheduler:
                 break
             self.clock.set(max(when, self.clock.now()))
             ran += self.run_until_idle()
-        self.clock.set(target)
+        self.clock.set(max(target, self.clock.now()))  # a task may itself have moved the clock on
         return ran + self.run_until_idle()
 
     def pending(self) -> int:

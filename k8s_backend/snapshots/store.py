@@ -100,8 +100,8 @@ class ExecutorPodsSnapshotsStore:
         self._rules = rules or PodStateRules()
         self._lock = threading.Lock()
         self._states: dict[int, ExecutorPodState] = {}
-        # Deleted executors and the resourceVersion of their deletion, so an older list cannot revive them.
-        self._tombstones: dict[int, int] = {}
+        # The resourceVersion of the last full list: an older event for a pod it lacked is stale.
+        self._list_rv: int | None = None
         self._full_snapshot_ts = 0.0
         self._view: ExecutorPodsSnapshot | None = None
         self._subscribers: list[_Subscriber] = []
@@ -136,9 +136,10 @@ class ExecutorPodsSnapshotsStore:
             current = self._states.get(state.executor_id)
             if current is not None and _older(state, current):
                 return  # an event that a newer list or event already superseded
+            rv = state.resource_version
+            if current is None and rv is not None and self._list_rv is not None and rv <= self._list_rv:
+                return  # a lagging event for a pod the last list no longer had: it is gone
             self._states[state.executor_id] = state
-            if state.phase is PodPhase.DELETED and state.resource_version is not None:
-                self._tombstones[state.executor_id] = state.resource_version
             self._view = None
             for subscriber in self._subscribers:
                 subscriber.updates.append(state)
@@ -163,12 +164,8 @@ class ExecutorPodsSnapshotsStore:
             merged: dict[int, ExecutorPodState] = {}
             for executor_id, state in listed.items():
                 current = self._states.get(executor_id)
-                tombstone = self._tombstones.get(executor_id)
                 if current is not None and _older(state, current):
-                    merged[executor_id] = current
-                    continue
-                if tombstone is not None and current is not None and _before(state, tombstone):
-                    merged[executor_id] = current
+                    merged[executor_id] = current  # includes deletions seen after the list was taken
                     continue
                 merged[executor_id] = state
                 if current is None or current.phase is not state.phase:
@@ -178,9 +175,7 @@ class ExecutorPodsSnapshotsStore:
                     rv = current.resource_version
                     if executor_id not in merged and rv is not None and rv > list_rv:
                         merged[executor_id] = current
-                self._tombstones = {i: rv for i, rv in self._tombstones.items() if rv > list_rv}
-            else:
-                self._tombstones.clear()
+                self._list_rv = max(list_rv, self._list_rv or 0)
             self._states = merged
             self._full_snapshot_ts = self._clock.now()
             self._view = None
@@ -228,7 +223,3 @@ def _older(candidate: ExecutorPodState, current: ExecutorPodState) -> bool:
     new_rv, old_rv = candidate.resource_version, current.resource_version
     return new_rv is not None and old_rv is not None and new_rv < old_rv
 
-
-def _before(candidate: ExecutorPodState, tombstone_rv: int) -> bool:
-    rv = candidate.resource_version
-    return rv is not None and rv < tombstone_rv

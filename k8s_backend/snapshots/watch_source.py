@@ -99,16 +99,26 @@ class ExecutorPodsWatchSnapshotSource:
 
     def run_once(self) -> float:
         """One cycle: list if needed, then consume one watch stream. Returns the delay before the next."""
+        listed_now = False
+        events_before = self.events
         try:
             if self._resource_version is None:
                 self._list()
+                listed_now = True
             self._watch()
         except GoneError:
+            self._resource_version = None
+            self.restarts += 1
+            if listed_now and self.events == events_before:
+                # 410 for the version a list just returned: the server is misbehaving. Back off rather
+                # than re-list in a tight loop (the worry that kept SPARK-33349 out of Spark).
+                self._failures += 1
+                delay = self._backoff()
+                log.warning("Executor pod watch expired right after a list; retrying in %.1fs", delay)
+                return delay
             # The version we hold is compacted away: re-list right now so the change reaches the allocator
             # in well under a second, instead of waiting for the next poll.
             log.info("Executor pod watch expired (410 Gone); re-listing")
-            self._resource_version = None
-            self.restarts += 1
             return 0.0
         except Exception as error:  # the watch must survive anything, and say so
             self._failures += 1
