@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from k8s_backend.conf.spec import DNS_LABEL, Key, Kind, at_least, greater_than, one_of
 
-_OURS = {"has_spark_entry": False}
 
 GANG_KEYS: tuple[Key, ...] = (
     Key(
@@ -14,7 +13,7 @@ GANG_KEYS: tuple[Key, ...] = (
         "Built-in all-or-nothing start (for clusters without a gang scheduler): the application is held "
         "until `spark.kubernetes.gang.minExecutors` executors run.",
         field="gang.enabled",
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.gang.minExecutors",
@@ -23,7 +22,7 @@ GANG_KEYS: tuple[Key, ...] = (
         "Executors that must run together (the gang's minMember); unset: the initial executor count.",
         field="gang.min_executors",
         check=greater_than(0, "must be a positive integer (> 0)"),
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.gang.timeout",
@@ -33,7 +32,7 @@ GANG_KEYS: tuple[Key, ...] = (
         "built-in start's hold time).",
         field="gang.timeout",
         check=greater_than(0, "must be a positive duration"),
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.gang.style",
@@ -43,7 +42,7 @@ GANG_KEYS: tuple[Key, ...] = (
         "the reasons the others are pending.",
         field="gang.style",
         check=one_of("Soft", "Hard"),
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.yunikorn.enabled",
@@ -52,7 +51,7 @@ GANG_KEYS: tuple[Key, ...] = (
         "Add YuniKorn's app-id, queue, task-group and scheduling-policy annotations to executor pods; "
         "unset: on when the scheduler name is `yunikorn`.",
         field="gang.yunikorn",
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.yunikorn.queue",
@@ -60,7 +59,7 @@ GANG_KEYS: tuple[Key, ...] = (
         None,
         "YuniKorn queue (label and annotation `yunikorn.apache.org/queue`), e.g. `root.default`.",
         field="gang.yunikorn_queue",
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.yunikorn.taskGroupName",
@@ -69,7 +68,7 @@ GANG_KEYS: tuple[Key, ...] = (
         "Name of the executors' YuniKorn task group.",
         field="gang.yunikorn_task_group",
         check=DNS_LABEL,
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.volcano.queue",
@@ -77,7 +76,7 @@ GANG_KEYS: tuple[Key, ...] = (
         None,
         "Volcano queue of the application's PodGroup (`spec.queue`).",
         field="gang.volcano_queue",
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.volcano.priorityClassName",
@@ -85,7 +84,7 @@ GANG_KEYS: tuple[Key, ...] = (
         None,
         "priorityClassName of the application's Volcano PodGroup.",
         field="gang.volcano_priority_class",
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.scheduler.volcano.podGroupTemplateFile",
@@ -93,7 +92,7 @@ GANG_KEYS: tuple[Key, ...] = (
         None,
         "Volcano PodGroup template (YAML or JSON); our minMember, minResources, queue and priority go on top.",
         field="gang.volcano_template_file",
-        **_OURS,
+        has_spark_entry=False,
     ),
 )
 
@@ -106,7 +105,7 @@ EXECUTOR_TRACKING_KEYS: tuple[Key, ...] = (
         "logged once per change and shown in `status()`.",
         field="lifecycle.stuck_timeout",
         check=greater_than(0, "must be a positive duration"),
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.executor.imagePullFailTimeout",
@@ -116,7 +115,7 @@ EXECUTOR_TRACKING_KEYS: tuple[Key, ...] = (
         "its profile ever ran; 0 disables.",
         field="lifecycle.image_pull_fail_timeout",
         check=at_least(0, "must be 0 (disabled) or a positive duration"),
-        **_OURS,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.recovery.policy",
@@ -126,6 +125,6 @@ EXECUTOR_TRACKING_KEYS: tuple[Key, ...] = (
         "that match (same driver URL and image) or `delete` them all.",
         field="lifecycle.recovery_policy",
         check=one_of("adopt", "delete"),
-        **_OURS,
+        has_spark_entry=False,
     ),
 )

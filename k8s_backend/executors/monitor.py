@@ -1,0 +1,100 @@
+"""Feeds the executor tracker from snapshots and hooks, and acts on what it notices.
+
+The tracker is plain bookkeeping; this component gives it a lock (hooks arrive on driver threads,
+batches on a subscriber thread), a subscription, and the one drastic action: failing the application
+when an executor image cannot be pulled.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+
+from k8s_backend.executors.tracker import ExecutorStuck, ExecutorTracker, ImagePullFailed
+from k8s_backend.scheduling import Clock
+from k8s_backend.snapshots.snapshot import SnapshotBatch
+from k8s_backend.snapshots.store import SnapshotsStore
+
+log = logging.getLogger(__name__)
+
+
+class ExecutorMonitor:
+    """Thread-safe facade over :class:`ExecutorTracker`."""
+
+    def __init__(
+        self,
+        tracker: ExecutorTracker,
+        store: SnapshotsStore,
+        clock: Clock,
+        *,
+        interval: float = 1.0,
+        on_application_failed: Callable[[str], None] | None = None,
+    ) -> None:
+        self._tracker = tracker
+        self._store = store
+        self._clock = clock
+        self._interval = interval
+        self._on_application_failed = on_application_failed
+        self._lock = threading.Lock()
+        self._failed = False
+        self.stuck_notices: list[ExecutorStuck] = []
+
+    def start(self) -> None:
+        self._store.add_subscriber(self._interval, self.on_batch)
+
+    def on_batch(self, batch: SnapshotBatch) -> None:
+        with self._lock:
+            notices = self._tracker.on_batch(batch, self._clock.now())
+        for notice in notices:
+            if isinstance(notice, ExecutorStuck):
+                self.stuck_notices.append(notice)
+                del self.stuck_notices[:-100]
+            elif isinstance(notice, ImagePullFailed):
+                self._image_pull_failed(notice)
+
+    def _image_pull_failed(self, notice: ImagePullFailed) -> None:
+        if self._failed or self._on_application_failed is None:
+            return
+        self._failed = True
+        reason = (
+            f"Executor image {notice.image or '(unknown)'} cannot be pulled ({notice.reason}) after "
+            f"{notice.failing_for:.0f}s and no executor ever started: check "
+            "spark.kubernetes.executor.container.image and spark.kubernetes.container.image.pullSecrets "
+            "(spark.kubernetes.executor.imagePullFailTimeout=0 disables this check)"
+        )
+        self._on_application_failed(reason)
+
+    def requested(self, executor_id: int, resource_profile_id: int) -> None:
+        with self._lock:
+            self._tracker.requested(executor_id, resource_profile_id, self._clock.now())
+
+    def creation_failed(self, executor_id: int, resource_profile_id: int, detail: str) -> None:
+        with self._lock:
+            self._tracker.creation_failed(executor_id, resource_profile_id, detail, self._clock.now())
+
+    def killed(self, executor_ids: Iterable[str]) -> None:
+        ids = [int(i) for i in executor_ids if str(i).isdigit()]
+        with self._lock:
+            self._tracker.killed(ids, self._clock.now())
+
+    def decommissioning(self, executor_ids: Iterable[str]) -> None:
+        ids = [int(i) for i in executor_ids if str(i).isdigit()]
+        with self._lock:
+            self._tracker.decommissioning(ids, self._clock.now())
+
+    def lost(self, executor_id: int, detail: str) -> None:
+        with self._lock:
+            self._tracker.lost(executor_id, detail, self._clock.now())
+
+    def stuck_reasons(self) -> list[str]:
+        with self._lock:
+            return [f"executor {s['executor_id']}: {s['reason']}" for s in self._tracker.stuck(self._clock.now())]
+
+    def describe(self, executor_id: int) -> str:
+        with self._lock:
+            return self._tracker.describe(executor_id)
+
+    def summary(self) -> dict[str, object]:
+        with self._lock:
+            return self._tracker.summary(self._clock.now())
