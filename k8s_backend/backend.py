@@ -16,9 +16,11 @@ from k8s_backend.conf.model import KubernetesConf, ResourceProfile
 from k8s_backend.driver import DriverEndpoint, ExecutorLoss
 from k8s_backend.errors import BackendStateError
 from k8s_backend.executor_ops import ExecutorOperations
+from k8s_backend.executors.monitor import ExecutorMonitor
+from k8s_backend.gang.gate import GangGate, GateState
 from k8s_backend.kube.port import KubernetesApi, Obj
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
-from k8s_backend.scheduling import Clock, Scheduler
+from k8s_backend.scheduling import Cancellable, Clock, Scheduler
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.states import PodPhase
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
@@ -52,8 +54,12 @@ class KubernetesClusterSchedulerBackend:
         lifecycle: ExecutorPodsLifecycleManager,
         operations: ExecutorOperations,
         stop_sequence: StopSequence,
+        monitor: ExecutorMonitor,
         driver: DriverEndpoint | None = None,
         config_map: Obj | None = None,
+        pod_group: Obj | None = None,
+        recover: Callable[[], int] | None = None,
+        gate: GangGate | None = None,
         on_application_failed: ApplicationFailedListener | None = None,
     ) -> None:
         self.conf = conf
@@ -70,6 +76,13 @@ class KubernetesClusterSchedulerBackend:
         self._stop_sequence = stop_sequence
         self._driver = driver
         self._config_map = config_map
+        self._pod_group = pod_group
+        self._recover = recover
+        self.monitor = monitor
+        self._gate = gate
+        self._gate_started = 0.0
+        self._gate_state = GateState.HOLDING
+        self._gate_task: Cancellable | None = None
         self._on_application_failed = on_application_failed
         self._machine = StateMachine("backend", BackendState.NEW, BACKEND_TRANSITIONS, clock.now)
         self.failure_reason: str | None = None
@@ -131,17 +144,26 @@ class KubernetesClusterSchedulerBackend:
         return self._app_id
 
     def start(self) -> None:
-        """Start observing and allocating: config map first, then targets (SPARK-38794), then sources."""
+        """Start in a fixed order: the PodGroup and config map (SPARK-38794), recovery of pods left by an
+        earlier driver, then allocation, then the sources."""
         self._require("start", {BackendState.NEW})
         self._machine.transition(BackendState.STARTING)
         try:
+            if self._pod_group is not None:
+                self._operations.create_pod_group(self._pod_group)
             if self._config_map is not None:
                 self._operations.create_config_map(self._config_map)
+            if self._recover is not None:
+                self.allocator.advance_executor_id_counter(self._recover())
             self.allocator.start()
             self.allocator.set_total_expected_executors({0: self.conf.scaling.initial_target})
             self.lifecycle.start()
+            self.monitor.start()
             self.watch_source.start(self._app_id)
             self.polling_source.start(self._app_id)
+            if self._gate is not None:
+                self._gate_started = self._clock.now()
+                self._gate_task = self._scheduler.schedule_with_fixed_delay(1.0, 1.0, self._tick_gate)
         except Exception as error:
             self._fail(f"the backend could not start: {error}")
             raise
@@ -175,12 +197,14 @@ class KubernetesClusterSchedulerBackend:
     def kill_executors(self, executor_ids: Sequence[str]) -> bool:
         """Remove executors: label them, tell the driver, force-delete them after the grace period."""
         self._require("kill_executors", ACCEPTS_REQUESTS | {BackendState.FAILED})
+        self.monitor.killed(executor_ids)
         self._operations.kill(list(executor_ids))
         return True
 
     def decommission_executors(self, executor_ids: Sequence[str]) -> bool:
         """Label decommissioning executors (for PDBs and deletion cost); the driver does the rest."""
         self._require("decommission_executors", ACCEPTS_REQUESTS | {BackendState.FAILED})
+        self.monitor.decommissioning(executor_ids)
         self._operations.label_decommissioning(list(executor_ids))
         return True
 
@@ -189,12 +213,46 @@ class KubernetesClusterSchedulerBackend:
         return executor_id.isdigit() and self.allocator.is_deleted(int(executor_id))
 
     def sufficient_resources_registered(self) -> bool:
-        """Whether enough executors registered to start scheduling (min registered ratio, as Spark)."""
-        if self._driver is not None:
-            registered = sum(1 for i in self._driver.registered_executors() if str(i).isdigit())
-        else:
-            registered = len(self.store.current().in_phase(PodPhase.RUNNING))
+        """Whether enough executors registered to start scheduling (min registered ratio, as Spark).
+
+        With the built-in gang start, only once the gang runs (or a Soft gang timed out).
+        """
+        if self._gate is not None:
+            return self._check_gate() is not GateState.HOLDING and self.failure_reason is None
+        registered = self._registered_count()
         return registered >= self.conf.scaling.initial_target * self.conf.scaling.min_registered_ratio
+
+    def _registered_count(self) -> int:
+        if self._driver is not None:
+            return sum(1 for i in self._driver.registered_executors() if str(i).isdigit())
+        return len(self.store.current().in_phase(PodPhase.RUNNING))
+
+    def _tick_gate(self) -> None:
+        self._check_gate()
+
+    def _check_gate(self) -> GateState:
+        """Re-evaluate the all-or-nothing start; fail (Hard) or go on (Soft) on timeout, once."""
+        gate = self._gate
+        if gate is None or self._gate_state is not GateState.HOLDING:
+            return self._gate_state
+        running = self._registered_count()
+        now = self._clock.now()
+        state = gate.decide(running, self._gate_started, now)
+        if state is GateState.HOLDING:
+            return state
+        self._gate_state = state
+        if self._gate_task is not None:
+            self._gate_task.cancel()
+        if state is GateState.OPEN:
+            log.info("Gang of %d executors is running", gate.min_executors)
+        elif gate.hard:
+            self._fail(gate.failure_reason(running, now - self._gate_started, self.monitor.stuck_reasons()))
+        else:
+            log.warning(
+                "Gang timed out (Soft) with %d of %d executors running; going on with them",
+                running, gate.min_executors,
+            )
+        return state
 
     # -- failure -------------------------------------------------------------------------------------
 
@@ -247,6 +305,12 @@ class KubernetesClusterSchedulerBackend:
                 }
                 for loss in self.lifecycle.recent_losses
             ],
+            "executors": self.monitor.summary(),
+            "gang": None if self._gate is None else {
+                "min_executors": self._gate.min_executors,
+                "hard": self._gate.hard,
+                "state": self._gate_state.value,
+            },
             "watch": self.watch_source.health(),
             "polls": self.polling_source.polls,
             "history": [

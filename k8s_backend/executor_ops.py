@@ -9,7 +9,15 @@ import logging
 from collections.abc import Sequence
 
 from k8s_backend.driver import DriverEndpoint, ExecutorLoss
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, STRATEGIC_MERGE_PATCH, ConflictError, KubernetesApi, Obj
+from k8s_backend.kube.port import (
+    CONFIG_MAPS,
+    POD_GROUPS,
+    PODS,
+    STRATEGIC_MERGE_PATCH,
+    ConflictError,
+    KubernetesApi,
+    Obj,
+)
 from k8s_backend.scheduling import Scheduler
 from k8s_backend.snapshots.watch_source import executor_selector
 
@@ -48,6 +56,12 @@ class ExecutorOperations:
         except ConflictError:
             # A restarted driver re-attaching to its application finds the map already there.
             log.info("Executor config map %s already exists", body.get("metadata", {}).get("name"))
+
+    def create_pod_group(self, body: Obj) -> None:
+        try:
+            self._api.create(POD_GROUPS, self._namespace, body)
+        except ConflictError:
+            log.info("PodGroup %s already exists", body.get("metadata", {}).get("name"))
 
     def _ids_selector(self, executor_ids: Sequence[str]) -> str:
         return f"{self._app_selector},spark-exec-id in ({','.join(sorted(executor_ids))})"

@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.allocator import ExecutorPodsAllocator, fetch_driver_pod
 from k8s_backend.conf.model import KubernetesConf
-from k8s_backend.driver import DriverEndpoint
+from k8s_backend.driver import DriverEndpoint, ExecutorLoss
 from k8s_backend.errors import ConfigError
 from k8s_backend.executor_ops import ExecutorOperations
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SERVICES, KubernetesApi, NotFoundError, Obj
+from k8s_backend.executors.monitor import ExecutorMonitor
+from k8s_backend.executors.tracker import ExecutorTracker
+from k8s_backend.gang.setup import GangSetup, plan_gang
+from k8s_backend.kube.port import CONFIG_MAPS, POD_GROUPS, PODS, PVCS, SERVICES, KubernetesApi, Obj
 from k8s_backend.lifecycle.decisions import LifecycleDecider
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.config_map import build_executor_config_map, executor_config_map_name
 from k8s_backend.pods.names import resource_name_prefix
+from k8s_backend.recovery import recover
 from k8s_backend.scheduling import Clock, Scheduler, SystemClock, ThreadScheduler
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.states import PodStateRules
@@ -35,32 +39,34 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SCHEDULER_THREADS = 3  # two snapshot subscribers plus maintenance work, as Spark's pools
+DELETE_STEPS = (
+    "delete the driver services",
+    "delete the application's PVCs",
+    "delete the executor pods",
+    "delete the executor config maps",
+    "delete the PodGroup",
+)
 
 
 def to_kubernetes_conf(conf: KubernetesConf | Mapping[str, str] | Any) -> KubernetesConf:
     return conf if isinstance(conf, KubernetesConf) else KubernetesConf.from_spark_conf(conf)
 
 
-def _driver_pod(api: KubernetesApi, conf: KubernetesConf) -> Obj | None:
-    name = conf.driver.pod_name
-    if not name:
-        return None
-    try:
-        return api.get(PODS, conf.namespace, name)
-    except NotFoundError:
-        raise ConfigError(
-            f"No pod was found named {name} in the cluster in the namespace {conf.namespace} (this was "
-            "supposed to be the driver pod): check spark.kubernetes.driver.pod.name and "
-            "spark.kubernetes.namespace",
-            key="spark.kubernetes.driver.pod.name",
-            value=name,
-        ) from None
-
-
 def _real_api(conf: KubernetesConf) -> KubernetesApi:
     from k8s_backend.kube.client import OfficialKubernetesApi
 
     return OfficialKubernetesApi.from_conf(conf.api, namespace_default=conf.namespace)
+
+
+class _Late:
+    """The backend, for callbacks wired before it exists (the allocator reports failure, for one)."""
+
+    def __init__(self) -> None:
+        self.backend: KubernetesClusterSchedulerBackend | None = None
+
+    def application_failed(self, reason: str) -> None:
+        if self.backend is not None:
+            self.backend.application_failed(reason)
 
 
 def build_backend(
@@ -82,15 +88,17 @@ def build_backend(
         raise ConfigError("app_id must be a non-empty application id (spark.app.id)", key="spark.app.id")
     if not driver_url:
         raise ConfigError("driver_url must be the driver's spark:// RPC address", key="spark.driver.host")
-    builder = ExecutorPodBuilder(kconf)  # loads and checks the pod template and user steps
+    gang = plan_gang(kconf)
+    builder = ExecutorPodBuilder(kconf, steps=gang.steps)  # loads and checks templates and user steps
     namespace = kconf.namespace
     clock = clock or SystemClock()
     owns_api = api is None
     api = api or _real_api(kconf)
-    driver_pod = _driver_pod(api, kconf)
+    driver_pod = fetch_driver_pod(api, namespace, kconf.driver.pod_name)
     owns_scheduler = scheduler is None
     scheduler = scheduler or ThreadScheduler("k8s-backend", threads=SCHEDULER_THREADS, clock=clock)
     prefix = kconf.executor.pod_name_prefix or resource_name_prefix(kconf.app_name)
+    late = _Late()
 
     config_map: Obj | None = None
     if not kconf.executor.disable_config_map:
@@ -101,6 +109,7 @@ def build_backend(
             driver_pod=driver_pod,
             conf_dir=builder.facts.conf_dir,
         )
+    pod_group = gang.pod_group(builder, app_id=app_id, driver_url=driver_url, driver_pod=driver_pod)
 
     rules = PodStateRules(kconf.executor.container_name, kconf.snapshots.check_all_containers)
     store = ExecutorPodsSnapshotsStore(scheduler, clock, rules)
@@ -120,22 +129,36 @@ def build_backend(
         enabled=kconf.snapshots.enable_api_polling,
         cached_reads=kconf.snapshots.enable_polling_with_resource_version,
     )
-    decider = LifecycleDecider(
+    tracker = ExecutorTracker(
         container_name=kconf.executor.container_name,
-        delete_on_termination=kconf.lifecycle.delete_on_termination,
-        missing_pod_detect_delta=kconf.snapshots.missing_pod_detect_delta,
+        stuck_timeout=kconf.lifecycle.stuck_timeout,
+        image_pull_timeout=kconf.lifecycle.image_pull_fail_timeout or None,
     )
+    monitor = ExecutorMonitor(
+        tracker,
+        store,
+        clock,
+        interval=kconf.snapshots.event_processing_interval,
+        on_application_failed=late.application_failed,
+    )
+
+    def executor_removed(executor_id: int, loss: ExecutorLoss) -> None:
+        monitor.removed(executor_id, loss.message.strip().splitlines()[0] if loss.message.strip() else "")
+
     lifecycle = ExecutorPodsLifecycleManager(
         api,
         store,
         clock,
         namespace=namespace,
-        decider=decider,
+        decider=LifecycleDecider(
+            container_name=kconf.executor.container_name,
+            delete_on_termination=kconf.lifecycle.delete_on_termination,
+            missing_pod_detect_delta=kconf.snapshots.missing_pod_detect_delta,
+        ),
         interval=kconf.snapshots.event_processing_interval,
         driver=driver,
+        on_executor_removed=executor_removed,
     )
-    # The allocator reports application failure before the backend exists: route it through a holder.
-    holder: list[KubernetesClusterSchedulerBackend] = []
     allocator = ExecutorPodsAllocator(
         kconf,
         api,
@@ -148,7 +171,9 @@ def build_backend(
         driver_pod=driver_pod,
         config_map_name=None if config_map is None else config_map["metadata"]["name"],
         known_executor_ids=lambda: lifecycle.registered_executors().keys(),
-        on_application_failed=lambda reason: holder[0].application_failed(reason) if holder else None,
+        on_application_failed=late.application_failed,
+        on_executor_requested=monitor.requested,
+        on_creation_failed=monitor.creation_failed,
     )
     operations = ExecutorOperations(
         api,
@@ -160,10 +185,26 @@ def build_backend(
         decommission_label_value=kconf.lifecycle.decommission_label_value,
         driver=driver,
     )
+
+    def run_recovery() -> int:
+        _, report = recover(
+            api,
+            store,
+            namespace=namespace,
+            app_id=app_id,
+            policy=kconf.lifecycle.recovery_policy,
+            driver_url=driver_url,
+            image=kconf.executor.image,
+            rules=rules,
+            delete_finished=kconf.lifecycle.delete_on_termination,
+        )
+        return report.next_executor_id
+
     steps = _stop_steps(
         kconf,
         api,
         app_id,
+        gang,
         store,
         watch_source,
         polling_source,
@@ -173,6 +214,11 @@ def build_backend(
         owns_api=owns_api,
         has_config_map=config_map is not None,
     )
+    stop_sequence = StopSequence(steps, background=DELETE_STEPS)
+    if owns_api:
+        # Deletes still being retried in the background need the client: leave it open for them.
+        steps.append(("close the API client", lambda: None if stop_sequence.retrying else api.close()))
+        stop_sequence = StopSequence(steps, background=DELETE_STEPS)
     backend = cls(
         kconf,
         app_id=app_id,
@@ -185,12 +231,16 @@ def build_backend(
         allocator=allocator,
         lifecycle=lifecycle,
         operations=operations,
-        stop_sequence=StopSequence(steps),
+        stop_sequence=stop_sequence,
+        monitor=monitor,
         driver=driver,
         config_map=config_map,
+        pod_group=pod_group,
+        recover=run_recovery,
+        gate=gang.gate,
         on_application_failed=on_application_failed,
     )
-    holder.append(backend)
+    late.backend = backend
     return backend
 
 
@@ -198,6 +248,7 @@ def _stop_steps(
     conf: KubernetesConf,
     api: KubernetesApi,
     app_id: str,
+    gang: GangSetup,
     store: ExecutorPodsSnapshotsStore,
     watch_source: ExecutorPodsWatchSnapshotSource,
     polling_source: ExecutorPodsPollingSnapshotSource,
@@ -212,6 +263,10 @@ def _stop_steps(
     namespace = conf.namespace
     app = f"spark-app-selector={app_id}"
     executors = f"{app},spark-role=executor"
+
+    def delete(resource: Any, selector: str) -> Callable[[], None]:
+        return lambda: api.delete_collection(resource, namespace, label_selector=selector)
+
     steps: list[Step] = [
         ("stop the snapshot store", store.stop),
         ("stop the executor watch", watch_source.stop),
@@ -219,35 +274,16 @@ def _stop_steps(
         ("stop the allocator", allocator.halt),
     ]
     if owns_scheduler:
-        steps.append(
-            (
-                "stop the backend threads",
-                lambda: scheduler.shutdown(conf.snapshots.subscribers_shutdown_grace_period),
-            )
-        )
+        grace = conf.snapshots.subscribers_shutdown_grace_period
+        steps.append(("stop the backend threads", lambda: scheduler.shutdown(grace)))
     if conf.driver.delete_service_on_termination:
-        steps.append(
-            (
-                "delete the driver services",
-                lambda: api.delete_collection(SERVICES, namespace, label_selector=app),
-            )
-        )
+        steps.append(("delete the driver services", delete(SERVICES, app)))
     if conf.driver.own_pvc:
-        steps.append(
-            (
-                "delete the application's PVCs",
-                lambda: api.delete_collection(PVCS, namespace, label_selector=app),
-            )
-        )
+        steps.append(("delete the application's PVCs", delete(PVCS, app)))
     if conf.lifecycle.delete_on_termination:
-        steps.append(("delete the executor pods", allocator.stop))
+        steps.append(("delete the executor pods", delete(PODS, executors)))
         if has_config_map:
-            steps.append(
-                (
-                    "delete the executor config maps",
-                    lambda: api.delete_collection(CONFIG_MAPS, namespace, label_selector=executors),
-                )
-            )
-    if owns_api:
-        steps.append(("close the API client", api.close))
+            steps.append(("delete the executor config maps", delete(CONFIG_MAPS, executors)))
+    if gang.volcano is not None:
+        steps.append(("delete the PodGroup", delete(POD_GROUPS, app)))
     return steps

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from k8s_backend.conf.spec import DNS_LABEL, Key, Kind, at_least, greater_than, one_of
 
-
 GANG_KEYS: tuple[Key, ...] = (
     Key(
         "spark.kubernetes.gang.enabled",
@@ -90,7 +89,8 @@ GANG_KEYS: tuple[Key, ...] = (
         "spark.kubernetes.scheduler.volcano.podGroupTemplateFile",
         Kind.STRING,
         None,
-        "Volcano PodGroup template (YAML or JSON); our minMember, minResources, queue and priority go on top.",
+        "Volcano PodGroup template (YAML or JSON); our minMember, minResources, queue and priority go "
+        "on top.",
         field="gang.volcano_template_file",
         has_spark_entry=False,
     ),

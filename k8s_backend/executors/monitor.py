@@ -87,9 +87,14 @@ class ExecutorMonitor:
         with self._lock:
             self._tracker.lost(executor_id, detail, self._clock.now())
 
+    def removed(self, executor_id: int, detail: str) -> None:
+        with self._lock:
+            self._tracker.removed(executor_id, detail, self._clock.now())
+
     def stuck_reasons(self) -> list[str]:
         with self._lock:
-            return [f"executor {s['executor_id']}: {s['reason']}" for s in self._tracker.stuck(self._clock.now())]
+            stuck = self._tracker.stuck(self._clock.now())
+        return [f"executor {s['executor_id']}: {s['reason']}" for s in stuck]
 
     def describe(self, executor_id: int) -> str:
         with self._lock:

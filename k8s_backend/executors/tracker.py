@@ -112,6 +112,12 @@ class ExecutorTracker:
     def lost(self, executor_id: int, detail: str, now: float) -> None:
         self._move(executor_id, ExecutorState.LOST, now, detail)
 
+    def removed(self, executor_id: int, detail: str, now: float) -> None:
+        """The driver was told the executor is gone: lost, unless its pod already ended."""
+        record = self._records.get(executor_id)
+        if record is not None and not record.state.is_final:
+            self._move(executor_id, ExecutorState.LOST, now, detail)
+
     def creation_failed(self, executor_id: int, resource_profile_id: int, detail: str, now: float) -> None:
         """The pod could not even be created (e.g. quota exceeded): record why."""
         self.requested(executor_id, resource_profile_id, now)

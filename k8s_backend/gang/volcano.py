@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 import attrs
@@ -28,6 +30,22 @@ class VolcanoSettings:
     queue: str = ""
     priority_class_name: str = ""
     template_file: str | None = None
+
+
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([A-Za-z]*)$")
+
+
+def multiply_quantities(quantities: Mapping[str, str], times: int) -> dict[str, str]:
+    """``{"memory": "896Mi", "cpu": "500m"}`` x 3 -> ``{"memory": "2688Mi", "cpu": "1500m"}``."""
+    out: dict[str, str] = {}
+    for name, quantity in quantities.items():
+        match = _QUANTITY.match(str(quantity))
+        if match is None:
+            raise ValueError(f"{name}: {quantity!r} is not a Kubernetes quantity this can multiply")
+        number = Decimal(match.group(1)) * times
+        text = format(number.normalize(), "f") if number != number.to_integral() else str(int(number))
+        out[name] = f"{text}{match.group(2)}"
+    return out
 
 
 def load_template(path: str) -> Obj:

@@ -3,8 +3,8 @@
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
     NAMESPACES,
-    PODS,
     POD_GROUPS,
+    PODS,
     PVCS,
     SERVICES,
     ApiConnectionError,

@@ -6,13 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-import pytest
-from k8s_backend.testing.fake import FakeKubernetes
 
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.driver import ExecutorLoss
 from k8s_backend.kube.port import PODS
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
+from k8s_backend.testing.fake import FakeKubernetes
 
 APP_ID = "spark-app-id"
 DRIVER_URL = "spark://CoarseGrainedScheduler@driver:7078"

@@ -1,0 +1,409 @@
+"""The ``direct`` executor pod allocator: targets in, executor pods created and deleted.
+
+Counterpart of Spark's ExecutorPodsAllocator. Each allocation round gathers its inputs (the snapshot
+batch, the bookkeeping below, the executor ids the driver knows, the targets, the time), lets
+:func:`k8s_backend.allocation.policy.plan_round` decide, and applies the plan through the Kubernetes
+port. Every API call is guarded: a failed call is logged and the rest of the round goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from k8s_backend.allocation.creator import ExecutorPodCreator, PodSpecBuilder, guarded
+from k8s_backend.allocation.failures import ExecutorFailureTracker
+from k8s_backend.allocation.policy import (
+    AllocationLimits,
+    AllocationPlan,
+    DeleteExcessPending,
+    NewRequest,
+    RequestExecutors,
+    RoundInput,
+    plan_round,
+)
+from k8s_backend.allocation.pvcs import PvcReusePolicy, claim_names_in_use
+from k8s_backend.conf.model import DEFAULT_PROFILE_ID, KubernetesConf, ResourceProfile
+from k8s_backend.errors import ConfigError
+from k8s_backend.kube.port import PODS, KubernetesApi, NotFoundError, Obj
+from k8s_backend.pods.constants import (
+    EXECUTOR_ROLE,
+    SPARK_APP_ID_LABEL,
+    SPARK_EXECUTOR_ID_LABEL,
+    SPARK_ROLE_LABEL,
+)
+from k8s_backend.scheduling import Clock
+from k8s_backend.snapshots.snapshot import SnapshotBatch
+from k8s_backend.snapshots.store import SnapshotsStore
+
+__all__ = ["ExecutorPodsAllocator", "PodSpecBuilder", "executor_selector", "fetch_driver_pod"]
+
+log = logging.getLogger(__name__)
+
+
+def _log_application_failure(reason: str) -> None:
+    log.error("The application should stop: %s", reason)
+
+
+def fetch_driver_pod(api: KubernetesApi, namespace: str, name: str | None) -> Obj | None:
+    """The driver pod named by ``spark.kubernetes.driver.pod.name``, or None when no name is set.
+
+    Raises :class:`ConfigError` naming the pod and namespace when it does not exist.
+    """
+    if not name:
+        return None
+    try:
+        return api.get(PODS, namespace, name)
+    except NotFoundError:
+        raise ConfigError(
+            f"No pod was found named {name} in the cluster in the namespace {namespace} (this was "
+            "supposed to be the driver pod.). Check spark.kubernetes.driver.pod.name and "
+            "spark.kubernetes.namespace.",
+            key="spark.kubernetes.driver.pod.name",
+            value=name,
+        ) from None
+
+
+def executor_selector(app_id: str, executor_ids: Collection[int] | None = None) -> str:
+    """The label selector of this application's executor pods (optionally only ``executor_ids``)."""
+    selector = f"{SPARK_APP_ID_LABEL}={app_id},{SPARK_ROLE_LABEL}={EXECUTOR_ROLE}"
+    if executor_ids is not None:
+        selector += f",{SPARK_EXECUTOR_ID_LABEL} in ({','.join(str(i) for i in sorted(executor_ids))})"
+    return selector
+
+
+class ExecutorPodsAllocator:
+    """Keeps the executor pods of each resource profile at their target.
+
+    Thread model: rounds run on the snapshot store's subscriber thread, never concurrently with
+    themselves; the other methods may be called from any thread.
+    """
+
+    def __init__(
+        self,
+        conf: KubernetesConf,
+        api: KubernetesApi,
+        builder: PodSpecBuilder,
+        store: SnapshotsStore,
+        clock: Clock,
+        *,
+        app_id: str,
+        driver_url: str,
+        pod_name_prefix: str,
+        driver_pod: Obj | None = None,
+        config_map_name: str | None = None,
+        known_executor_ids: Callable[[], Collection[int]] = frozenset,
+        on_application_failed: Callable[[str], None] = _log_application_failure,
+        on_executor_requested: Callable[[int, int], None] | None = None,
+        on_creation_failed: Callable[[int, int, str], None] | None = None,
+    ) -> None:
+        self._conf = conf
+        self._api = api
+        self._store = store
+        self._clock = clock
+        self._app_id = app_id
+        self._known_executor_ids = known_executor_ids
+        self._on_application_failed = on_application_failed
+        self._on_executor_requested = on_executor_requested  # (executor id, profile id)
+        self._on_creation_failed = on_creation_failed  # (executor id, profile id, reason)
+        self._namespace = conf.namespace
+        self._limits = AllocationLimits.from_conf(conf)
+        self._pvc_policy = PvcReusePolicy.from_conf(conf)
+        self._creator = ExecutorPodCreator(
+            api,
+            builder,
+            clock,
+            namespace=conf.namespace,
+            pvc_policy=self._pvc_policy,
+            app_id=app_id,
+            driver_url=driver_url,
+            pod_name_prefix=pod_name_prefix,
+            driver_pod=driver_pod,
+            config_map_name=config_map_name,
+        )
+        self._max_failures = conf.max_executor_failures
+        self._failures = ExecutorFailureTracker(clock, conf.lifecycle.failures_validity_interval)
+
+        self._lock = threading.Lock()
+        self._targets: dict[int, int] = {}  # never shrinks: profiles are not removed (SPARK-30749)
+        self._profiles: dict[int, ResourceProfile] = {DEFAULT_PROFILE_ID: conf.executor.default_profile}
+        self._newly_created: dict[int, NewRequest] = {}
+        self._known_newly_created: dict[int, int] = {}
+        self._deleted: frozenset[int] = frozenset()
+        self._counted_failures: frozenset[int] = frozenset()
+        self._executor_id_counter = 0
+        self._outstanding = 0
+        self._started = False
+        self._stopped = False
+        self._application_failed = False
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Subscribe to the snapshot store: a round every ``spark.kubernetes.allocation.batch.delay``."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        self._store.add_subscriber(self._conf.allocation.batch_delay, self._on_batch)
+
+    def halt(self) -> None:
+        """Stop requesting and deleting pods; rounds still delivered afterwards do nothing."""
+        with self._lock:
+            self._stopped = True
+
+    def stop(self) -> None:
+        """Halt, then delete every executor pod of the application (Spark's stop(appId))."""
+        self.halt()
+        guarded(
+            "delete the executor pods",
+            lambda: self._api.delete_collection(
+                PODS, self._namespace, label_selector=executor_selector(self._app_id)
+            ),
+        )
+
+    # -- targets -------------------------------------------------------------------------------------
+
+    def register_resource_profile(self, profile: ResourceProfile) -> None:
+        """Make a resource profile known so targets can name it."""
+        with self._lock:
+            self._profiles[profile.id] = profile
+
+    def set_total_expected_executors(
+        self, targets: Mapping[int, int], profiles: Mapping[int, ResourceProfile] | None = None
+    ) -> None:
+        """Set the executor target of each resource profile id (profiles not named keep theirs).
+
+        Runs a round at once when nothing is outstanding, so scaling up does not wait for the next
+        tick (SPARK-28487).
+        """
+        with self._lock:
+            known = dict(self._profiles)
+            known.update(profiles or {})
+            for rp_id, target in targets.items():
+                if rp_id not in known:
+                    raise ValueError(
+                        f"resource profile {rp_id} is unknown: pass its ResourceProfile in profiles= or "
+                        "call register_resource_profile() first"
+                    )
+                if not isinstance(target, int) or target < 0:
+                    raise ValueError(
+                        f"the executor target of resource profile {rp_id} must be an int >= 0, got {target!r}"
+                    )
+            for rp_id, profile in (profiles or {}).items():
+                if profile.id != rp_id:
+                    raise ValueError(
+                        f"profiles[{rp_id}] is the ResourceProfile with id {profile.id}: "
+                        "the key must be the profile's id"
+                    )
+            self._profiles = known
+            self._targets.update(targets)
+            outstanding = self._outstanding
+        if outstanding == 0:
+            self._store.notify_subscribers()
+
+    # -- queries -------------------------------------------------------------------------------------
+
+    def is_deleted(self, executor_id: int) -> bool:
+        """Whether the allocator deleted this executor's pod as excess (the driver refuses it)."""
+        return executor_id in self._deleted
+
+    @property
+    def outstanding_pods(self) -> int:
+        """Unknown pending pods plus requests not yet seen (Spark's numOutstandingPods)."""
+        with self._lock:
+            return self._outstanding
+
+    @property
+    def executor_id_counter(self) -> int:
+        """The last executor id handed out."""
+        with self._lock:
+            return self._executor_id_counter
+
+    @property
+    def pvc_counter(self) -> int:
+        """How many PVCs this allocator created."""
+        return self._creator.pvc_counter
+
+    @property
+    def failed_executors(self) -> int:
+        """Executor failures that currently count against spark.executor.maxNumFailures."""
+        return self._failures.num_failed
+
+    def advance_executor_id_counter(self, min_next: int) -> None:
+        """Make the next executor id at least ``min_next`` (after a restart: never reuse an id)."""
+        with self._lock:
+            self._executor_id_counter = max(self._executor_id_counter, min_next - 1)
+
+    def status(self) -> dict[str, Any]:
+        """A JSON-friendly view of the allocator for diagnostics."""
+        with self._lock:
+            return {
+                "targets": dict(self._targets),
+                "outstanding": self._outstanding,
+                "newly_created": sorted(self._newly_created),
+                "scheduler_known_newly_created": sorted(self._known_newly_created),
+                "deleted": sorted(self._deleted),
+                "executor_id_counter": self._executor_id_counter,
+                "pvc_counter": self._creator.pvc_counter,
+                "failures": self._failures.num_failed,
+                "max_failures": self._max_failures,
+                "application_failed": self._application_failed,
+                "stopped": self._stopped,
+            }
+
+    # -- the round -----------------------------------------------------------------------------------
+
+    def _on_batch(self, batch: SnapshotBatch) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+        known = frozenset(self._known_executor_ids())
+        with self._lock:
+            # Never hand out an id the driver or the cluster already has (e.g. after a restart).
+            self._executor_id_counter = max(self._executor_id_counter, *known, *batch.snapshot.pods, 0)
+            inputs = RoundInput(
+                batch=batch,
+                targets=dict(self._targets),
+                now=self._clock.now(),
+                limits=self._limits,
+                newly_created=self._newly_created,
+                scheduler_known_newly_created=self._known_newly_created,
+                deleted=self._deleted,
+                counted_failures=self._counted_failures,
+                scheduler_known=known,
+                pvcs_exhausted=self._pvc_policy.exhausted(self._creator.pvc_counter),
+            )
+        plan = plan_round(inputs)
+        self._apply(plan, batch)
+        self._check_failures()
+
+    def _apply(self, plan: AllocationPlan, batch: SnapshotBatch) -> None:
+        with self._lock:
+            self._newly_created = dict(plan.newly_created)
+            self._known_newly_created = dict(plan.scheduler_known_newly_created)
+            self._deleted = plan.deleted
+            self._counted_failures = plan.counted_failures
+        if plan.new_failures:
+            log.warning("%d new failed executors (%s).", len(plan.new_failures), _ids(plan.new_failures))
+            self._failures.register_failure(len(plan.new_failures))
+            self._check_failures()  # before requesting replacements for executors that keep failing
+        if plan.lost_before_seen:
+            log.warning(
+                "Executors %s registered with the driver and were removed from it before their pods were "
+                "ever observed; they will be replaced.",
+                _ids(plan.lost_before_seen),
+            )
+        if plan.timed_out is not None:
+            self._delete_timed_out(plan.timed_out.executor_ids)
+        pending_kept = 0
+        all_deleted = True
+        for excess in plan.excess:
+            if self._delete_excess(excess):
+                continue
+            all_deleted = False
+            pending_kept += len(excess.pending_ids)
+        with self._lock:
+            may_request = not (self._stopped or self._application_failed)
+        if plan.requests and may_request:
+            if all_deleted:
+                pvcs_in_use = claim_names_in_use(batch)
+                for request in plan.requests:
+                    self._request_executors(request, pvcs_in_use)
+            else:
+                # The plan counted on those deletions to free pending slots; decide again next round.
+                log.info("Not requesting executors this round: an excess pod deletion failed.")
+        with self._lock:
+            self._outstanding = plan.pending_unknown + pending_kept + len(self._newly_created)
+
+    def _delete_timed_out(self, executor_ids: tuple[int, ...]) -> None:
+        log.warning(
+            "Executors with ids %s were not detected in the Kubernetes cluster after %d ms despite the "
+            "fact that a previous allocation attempt tried to create them. The executors may have been "
+            "deleted but the application missed the deletion event.",
+            _ids(executor_ids),
+            int(self._limits.pod_creation_timeout * 1000),
+        )
+        if self._conf.lifecycle.delete_on_termination:
+            selector = executor_selector(self._app_id, executor_ids)
+            guarded(
+                "delete timed-out executor pods",
+                lambda: self._api.delete_collection(PODS, self._namespace, label_selector=selector),
+            )
+
+    def _delete_excess(self, excess: DeleteExcessPending) -> bool:
+        ids = excess.executor_ids
+        log.info("Deleting %d excess pod requests (%s).", len(ids), _ids(ids))
+        selector = executor_selector(self._app_id, ids)
+        deleted = guarded(
+            "delete excess executor pods",
+            lambda: self._api.delete_collection(
+                PODS, self._namespace, label_selector=selector, field_selector="status.phase=Pending"
+            ),
+        )
+        if deleted:
+            with self._lock:
+                self._deleted = self._deleted | frozenset(ids)
+                for executor_id in excess.newly_created_ids:
+                    self._newly_created.pop(executor_id, None)
+        return deleted
+
+    def _check_failures(self) -> None:
+        failed = self._failures.num_failed
+        if failed <= self._max_failures:
+            return
+        with self._lock:
+            if self._application_failed:
+                return
+            self._application_failed = True
+        window = self._failures.validity_interval
+        within = f"within the last {window:g}s" if window else "since the application started"
+        reason = (
+            f"Max number of executor failures ({self._max_failures}) reached: {failed} executors failed "
+            f"{within}. Raise spark.executor.maxNumFailures (or set spark.executor.failuresValidityInterval) "
+            "if failures are expected; no more executor pods will be requested."
+        )
+        log.error(reason)
+        self._on_application_failed(reason)
+
+    # -- creating pods -------------------------------------------------------------------------------
+
+    def _request_executors(self, request: RequestExecutors, pvcs_in_use: frozenset[str]) -> None:
+        log.info(
+            "Going to request %d executors from Kubernetes for ResourceProfile Id: %d, target: %d, "
+            "known: %d, sharedSlotFromPendingPods: %d.",
+            request.count,
+            request.rp_id,
+            request.target,
+            request.known,
+            request.shared_slots,
+        )
+        reusable = self._creator.reusable_pvcs(pvcs_in_use)
+        for _ in range(request.count):
+            if self._creator.must_wait_for_pvc(reusable):
+                return
+            with self._lock:
+                if self._stopped or self._application_failed:
+                    return
+                self._executor_id_counter += 1
+                executor_id = self._executor_id_counter
+                profile = self._profiles[request.rp_id]
+            if not self._creator.create(executor_id, profile, reusable):
+                # Pod-creation errors count against spark.executor.maxNumFailures (SPARK-55075): a quota
+                # or permission problem must end the application instead of retrying forever. The rest
+                # of the batch waits for the next round.
+                self._failures.register_failure()
+                if self._on_creation_failed is not None:
+                    self._on_creation_failed(executor_id, request.rp_id, self._creator.last_error)
+                return
+            with self._lock:
+                self._newly_created[executor_id] = NewRequest(request.rp_id, self._clock.now())
+            if self._on_executor_requested is not None:
+                self._on_executor_requested(executor_id, request.rp_id)
+            log.debug("Requested executor with id %d from Kubernetes.", executor_id)
+
+
+def _ids(ids: Collection[int]) -> str:
+    return ",".join(str(i) for i in ids)

@@ -1,0 +1,195 @@
+"""Creating one executor pod and its claims through the Kubernetes port (the allocator's I/O for upscaling).
+
+Nothing here raises an :class:`ApiError`: a refused call is logged and reported as a failed creation,
+so one error never aborts an allocation round.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection
+from typing import Protocol
+
+from k8s_backend.allocation.pvcs import PvcReusePolicy, reusable_pvcs, reuse_claims
+from k8s_backend.conf.model import ResourceProfile
+from k8s_backend.kube.port import PODS, PVCS, ApiError, ConflictError, KubernetesApi, Obj
+from k8s_backend.pods.constants import SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL
+from k8s_backend.pods.objects import owner_reference
+from k8s_backend.pods.request import ExecutorPodRequest, ExecutorPodSpec
+from k8s_backend.scheduling import Clock
+
+log = logging.getLogger(__name__)
+
+
+class PodSpecBuilder(Protocol):
+    """What the allocator needs from :class:`k8s_backend.pods.builder.ExecutorPodBuilder`."""
+
+    def build(self, request: ExecutorPodRequest) -> ExecutorPodSpec: ...
+
+
+def guarded(what: str, call: Callable[[], object]) -> bool:
+    """Run one API call; log an :class:`ApiError` as "Cannot <what>" and return whether it worked."""
+    try:
+        call()
+    except ApiError as error:
+        log.warning("Cannot %s: %s", what, error)
+        return False
+    return True
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+class ExecutorPodCreator:
+    """Builds and creates executor pods, reusing or creating their on-demand claims."""
+
+    def __init__(
+        self,
+        api: KubernetesApi,
+        builder: PodSpecBuilder,
+        clock: Clock,
+        *,
+        namespace: str,
+        pvc_policy: PvcReusePolicy,
+        app_id: str,
+        driver_url: str,
+        pod_name_prefix: str,
+        driver_pod: Obj | None = None,
+        config_map_name: str | None = None,
+    ) -> None:
+        self._api = api
+        self._builder = builder
+        self._clock = clock
+        self._namespace = namespace
+        self._pvc_policy = pvc_policy
+        self._app_id = app_id
+        self._driver_url = driver_url
+        self._pod_name_prefix = pod_name_prefix
+        self._driver_pod = driver_pod
+        self._config_map_name = config_map_name
+        self._lock = threading.Lock()
+        self._pvc_counter = 0
+        self.last_error = ""  # why the last create failed, for status and the executor history
+
+    @property
+    def pvc_counter(self) -> int:
+        """How many claims were created (Spark's PVC_COUNTER)."""
+        with self._lock:
+            return self._pvc_counter
+
+    def reusable_pvcs(self, pvcs_in_use: Collection[str]) -> list[Obj]:
+        """This application's claims a new pod may take over; empty when they cannot be listed."""
+        if not self._pvc_policy.lists_pvcs(self._driver_pod is not None):
+            return []
+        try:
+            listed = self._api.list(
+                PVCS, self._namespace, label_selector=f"{SPARK_APP_ID_LABEL}={self._app_id}"
+            ).items
+        except ApiError as error:
+            log.info("Cannot list PVC resources. Please check account permissions. (%s)", error)
+            return []
+        reusable = reusable_pvcs(listed, pvcs_in_use, self._clock.now(), self._pvc_policy.batch_delay)
+        log.info("Found %d reusable PVCs from %d PVCs", len(reusable), len(listed))
+        return reusable
+
+    def must_wait_for_pvc(self, reusable: list[Obj]) -> bool:
+        """PVC-oriented allocation with every claim created and none free: create no pod now."""
+        counter = self.pvc_counter
+        if self._pvc_policy.must_wait(len(reusable), counter):
+            log.info("Wait to reuse one of the existing %d PVCs.", counter)
+            return True
+        return False
+
+    def create(self, executor_id: int, profile: ResourceProfile, reusable: list[Obj]) -> bool:
+        """Create the executor's pod and claims; False if the pod does not exist afterwards.
+
+        Claims taken from ``reusable`` are removed from it.
+        """
+        try:
+            spec = self._builder.build(
+                ExecutorPodRequest(
+                    executor_id=executor_id,
+                    app_id=self._app_id,
+                    driver_url=self._driver_url,
+                    pod_name_prefix=self._pod_name_prefix,
+                    resource_profile=profile,
+                    driver_pod=self._driver_pod,
+                    config_map_name=self._config_map_name,
+                )
+            )
+        except Exception as error:  # a builder bug or bad template must not kill the allocation thread
+            log.exception("Cannot build the pod of executor %d", executor_id)
+            self.last_error = f"cannot build the pod: {error}"
+            return False
+        claims = reuse_claims(spec.pod, spec.pvcs, reusable)
+        created = self._create_pod(executor_id, claims.pod)
+        return created is not None and self._create_claims(executor_id, created, claims.pvcs_to_create)
+
+    def _create_pod(self, executor_id: int, pod: Obj) -> Obj | None:
+        try:
+            return self._api.create(PODS, self._namespace, pod)
+        except ConflictError as conflict:
+            return self._adopt_existing(executor_id, pod, conflict)
+        except ApiError as error:
+            log.warning("Cannot create the pod of executor %d: %s", executor_id, error)
+            self.last_error = str(error)
+            return None
+
+    def _adopt_existing(self, executor_id: int, pod: Obj, conflict: ConflictError) -> Obj | None:
+        # Ids are never reused, so a pod of this app with this id exists only because an earlier
+        # attempt of this very create reached the server before the adapter retried: it is ours.
+        name = _name(pod)
+        try:
+            existing = self._api.get(PODS, self._namespace, name)
+        except ApiError as error:
+            log.warning("Cannot create the pod of executor %d: %s (then: %s)", executor_id, conflict, error)
+            return None
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        ours = labels.get(SPARK_APP_ID_LABEL) == self._app_id
+        if ours and labels.get(SPARK_EXECUTOR_ID_LABEL) == str(executor_id):
+            log.info(
+                "Pod %s of executor %d already exists: an earlier attempt created it.", name, executor_id
+            )
+            return existing
+        log.warning(
+            "Cannot create the pod of executor %d: %s belongs to something else (%s)",
+            executor_id,
+            name,
+            conflict,
+        )
+        return None
+
+    def _create_claims(self, executor_id: int, pod: Obj, pvcs: tuple[Obj, ...]) -> bool:
+        # The driver owns claims it may reuse; otherwise a claim goes with its pod.
+        owner = self._driver_pod if (self._pvc_policy.own_pvc and self._driver_pod is not None) else pod
+        for claim in pvcs:
+            metadata = {**(claim.get("metadata") or {}), "ownerReferences": [owner_reference(owner)]}
+            pvc = {**claim, "metadata": metadata}
+            name = metadata.get("name")
+            log.info(
+                "Trying to create PersistentVolumeClaim %s with StorageClass %s",
+                name,
+                (pvc.get("spec") or {}).get("storageClassName"),
+            )
+            try:
+                self._api.create(PVCS, self._namespace, pvc)
+            except ConflictError:
+                log.info("PersistentVolumeClaim %s already exists: an earlier attempt created it.", name)
+            except ApiError as error:
+                log.warning(
+                    "Cannot create PersistentVolumeClaim %s of executor %d: %s", name, executor_id, error
+                )
+                self._take_back(pod)
+                return False
+            with self._lock:
+                self._pvc_counter += 1
+        return True
+
+    def _take_back(self, pod: Obj) -> None:
+        # A pod without its claim never starts: delete it (Spark's rollback).
+        name = _name(pod)
+        guarded(
+            f"delete pod {name} after its claim failed", lambda: self._api.delete(PODS, self._namespace, name)
+        )

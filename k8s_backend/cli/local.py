@@ -1,0 +1,146 @@
+"""``k8s-backend local``: run a LocalCluster in the foreground and say how to point tools at it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from typing import Any, TextIO
+
+from k8s_backend.testing.kubelet.nodes import Node
+
+DEFAULT_IMAGE = "apache/spark:4.0.0"
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``local`` subcommand to an ``argparse`` subparsers object; returns its parser."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "local",
+        help="run a local Kubernetes API and process kubelet (Spark executors become local processes)",
+        description=(
+            "Start a Kubernetes API server on this machine with a kubelet that runs pods as local "
+            "processes (Spark executor pods become JVMs on pyspark's jars). Runs until Ctrl-C; every "
+            "process it started is stopped on exit."
+        ),
+    )
+    configure_parser(parser)
+    parser.set_defaults(func=run_local)
+    return parser
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """The ``local`` options, on any parser."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free port)")
+    parser.add_argument("--token", default=None, help="bearer token clients must send (default: none)")
+    parser.add_argument(
+        "--nodes", type=int, default=1, help="number of simulated nodes (default: %(default)s)"
+    )
+    parser.add_argument("--node-cpu", default=None, help="allocatable CPU per node, e.g. 8 or 3500m")
+    parser.add_argument("--node-memory", default=None, help="allocatable memory per node, e.g. 16Gi")
+    parser.add_argument(
+        "--known-image",
+        action="append",
+        default=None,
+        metavar="IMAGE",
+        help="an image the kubelet can pull (repeatable; default: every image); others get ErrImagePull",
+    )
+    parser.add_argument(
+        "--no-processes", action="store_true", help="mark pods Running without starting processes"
+    )
+    parser.add_argument(
+        "--work-dir", default=None, help="pod volumes and container logs (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--stop-grace", type=float, default=3.0, help="SIGTERM→SIGKILL grace on exit, seconds"
+    )
+    parser.add_argument("--image", default=DEFAULT_IMAGE, help="image name shown in the Spark example")
+
+
+def _nodes(args: argparse.Namespace) -> list[Node] | None:
+    if args.nodes < 1:
+        raise ValueError(f"--nodes={args.nodes}: need at least 1 node")
+    if args.nodes == 1 and args.node_cpu is None and args.node_memory is None:
+        return None  # LocalCluster's default, sized for this machine
+    cpu = args.node_cpu or "8"
+    memory = args.node_memory or "16Gi"
+    return [Node.of(f"node-{i + 1}", cpu=cpu, memory=memory) for i in range(args.nodes)]
+
+
+def describe(url: str, kubeconfig: str, work_dir: str, token: str | None, image: str) -> str:
+    """The instructions printed once the cluster is up."""
+    auth = f" \\\n    --conf spark.kubernetes.authenticate.oauthToken={token}" if token else ""
+    return f"""\
+k8s-backend local cluster is running.
+  API server:  {url}
+  kubeconfig:  {kubeconfig}
+  work dir:    {work_dir}  (container logs under pods/<namespace>_<pod>_<uid>/logs/)
+
+kubectl:
+  export KUBECONFIG={kubeconfig}
+  kubectl get pods -w
+
+Spark (client mode; executor pods run as local JVMs on pyspark's jars):
+  pyspark --master k8s://{url} \\
+    --conf spark.kubernetes.container.image={image} \\
+    --conf spark.kubernetes.namespace=default \\
+    --conf spark.driver.host=127.0.0.1{auth}
+
+k8s_backend:
+  spark.master=k8s://{url}   (or KUBECONFIG={kubeconfig})
+
+Press Ctrl-C to stop; every process started here is stopped on exit.
+"""
+
+
+def run_local(
+    args: argparse.Namespace,
+    *,
+    out: TextIO | None = None,
+    ready: threading.Event | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Run the cluster until Ctrl-C, SIGTERM or ``stop`` is set; ``ready`` is set once it is up."""
+    from k8s_backend.testing.local_cluster import LocalCluster
+
+    stream = out or sys.stdout
+    try:
+        nodes = _nodes(args)
+    except ValueError as error:
+        print(f"k8s-backend local: {error}", file=sys.stderr)
+        return 2
+    cluster = LocalCluster(
+        nodes=nodes,
+        run_processes=not args.no_processes,
+        token=args.token,
+        work_dir=args.work_dir,
+        known_images=args.known_image,
+        host=args.host,
+        port=args.port,
+        stop_grace=args.stop_grace,
+    )
+    stop = stop or threading.Event()
+    try:
+        with cluster:
+            stream.write(
+                describe(cluster.url, str(cluster.kubeconfig), str(cluster.work_dir), args.token, args.image)
+            )
+            stream.flush()
+            if ready is not None:
+                ready.set()
+            while not stop.wait(0.5):
+                pass
+    except KeyboardInterrupt:
+        stream.write("\nstopped.\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m k8s_backend.cli.local``: the ``local`` subcommand on its own."""
+    parser = argparse.ArgumentParser(prog="k8s-backend local", description=__doc__)
+    configure_parser(parser)
+    return run_local(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""The two directions of the bridge between Spark's JVM and the Python backend.
+
+:class:`PythonBackendCallbacks` is what the JVM calls (it implements the Java interface
+``io.k8sbackend.bridge.PythonBackend`` through Py4J). Spark calls several hooks while it holds its
+scheduler and backend locks, and a callback that waited on the JVM could deadlock; so every hook that
+asks for work queues it on the bridge's own thread and returns at once, in order. Questions
+(``isExecutorExcluded``, ``sufficientResourcesRegistered``, ``applicationId``) are answered directly and
+never with ``None``: a Python error becomes a logged, safe answer.
+
+:class:`JvmDriverEndpoint` is what the backend calls: the :class:`k8s_backend.driver.DriverEndpoint`
+over the JVM backend object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from k8s_backend.conf.model import ResourceProfile
+from k8s_backend.driver import ExecutorLoss
+from k8s_backend.spark.profiles import parse_request
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STOP_TIMEOUT = 120.0
+
+
+class BackendHooks(Protocol):
+    """The hooks of a scheduler backend the bridge drives (:class:`KubernetesClusterSchedulerBackend`)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def application_id(self) -> str: ...
+
+    def register_resource_profile(self, profile: ResourceProfile) -> None: ...
+
+    def request_total_executors(self, targets: Mapping[int, int]) -> object: ...
+
+    def kill_executors(self, executor_ids: Sequence[str]) -> object: ...
+
+    def decommission_executors(self, executor_ids: Sequence[str]) -> object: ...
+
+    def is_executor_excluded(self, executor_id: str) -> bool: ...
+
+    def sufficient_resources_registered(self) -> bool: ...
+
+
+class JvmDriverEndpoint:
+    """The driver as the backend sees it: calls on the JVM ``PyK8sSchedulerBackend``.
+
+    Called from the backend's threads, never from inside a JVM callback. A failing call is logged: the
+    JVM may be shutting down, and the backend must go on cleaning up regardless.
+    """
+
+    def __init__(self, java_backend: Any) -> None:
+        self._java = java_backend
+
+    def remove_executor(self, executor_id: str, loss: ExecutorLoss) -> None:
+        try:
+            if loss.killed_by_driver:
+                self._java.removeExecutorKilled(executor_id)
+            else:
+                self._java.removeExecutorExited(
+                    executor_id, int(loss.exit_code), bool(loss.exit_caused_by_app), loss.message
+                )
+        except Exception:
+            log.warning("Could not report the loss of executor %s to Spark", executor_id, exc_info=True)
+
+    def disable_executor(self, executor_id: str) -> None:
+        try:
+            self._java.disableExecutorById(executor_id)
+        except Exception:
+            log.warning("Could not disable executor %s in Spark", executor_id, exc_info=True)
+
+    def registered_executors(self) -> Mapping[str, float]:
+        try:
+            millis: dict[str, Any] = json.loads(self._java.registeredExecutorsJson())
+        except Exception:
+            log.warning("Could not list Spark's registered executors", exc_info=True)
+            return {}
+        return {str(k): float(v) / 1000.0 for k, v in millis.items()}
+
+    def application_failed(self, reason: str) -> None:
+        """The backend gave up on the application: Spark stops the SparkContext."""
+        try:
+            self._java.failApplication(reason)
+        except Exception:
+            log.warning("Could not stop the SparkContext after: %s", reason, exc_info=True)
+
+
+class PythonBackendCallbacks:
+    """The Py4J callback object behind the JVM's ``PythonBackend`` interface.
+
+    ``on_stopped`` runs on the bridge thread after the backend stopped (e.g. stop a local cluster).
+    """
+
+    class Java:
+        implements = ["io.k8sbackend.bridge.PythonBackend"]
+
+    def __init__(
+        self,
+        backend: BackendHooks,
+        *,
+        conf: Mapping[str, str] | None = None,
+        on_stopped: Callable[[], None] | None = None,
+        stop_timeout: float = DEFAULT_STOP_TIMEOUT,
+    ) -> None:
+        self.backend = backend
+        self._conf = dict(conf or {})
+        self._on_stopped = on_stopped
+        self._stop_timeout = stop_timeout
+        self._app_id = backend.application_id()
+        self._registered_profiles: set[int] = set()
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._stop_requested = False
+        self._worker = SerialWorker("k8s-backend-bridge")
+
+    # -- work, queued ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._queue("start", self.backend.start)
+
+    def requestTotalExecutors(self, request_json: str) -> None:
+        self._queue("requestTotalExecutors", lambda: self._request(request_json))
+
+    def killExecutors(self, executor_ids_json: str) -> None:
+        self._queue("killExecutors", lambda: self.backend.kill_executors(_ids(executor_ids_json)))
+
+    def decommissionExecutors(self, executor_ids_json: str, triggered_by_executor: bool) -> None:
+        # As Spark's Kubernetes backend: an executor that decommissions itself is already on its way out,
+        # only a driver-initiated decommission needs the pods labelled.
+        if triggered_by_executor:
+            return
+        self._queue(
+            "decommissionExecutors", lambda: self.backend.decommission_executors(_ids(executor_ids_json))
+        )
+
+    def stop(self) -> None:
+        """Stop the backend and wait for it, at most ``stop_timeout`` seconds (Spark waits for cleanup)."""
+        with self._stop_lock:
+            first = not self._stop_requested
+            self._stop_requested = True
+        if first:
+            self._worker.submit(self._stop)
+        if not self._stopped.wait(self._stop_timeout):
+            log.error("The Kubernetes backend did not stop within %.0f s", self._stop_timeout)
+        self._worker.close()
+
+    # -- questions, answered at once ---------------------------------------------------------------
+
+    def isExecutorExcluded(self, executor_id: str, hostname: str) -> bool:
+        try:
+            return bool(self.backend.is_executor_excluded(executor_id))
+        except Exception:
+            log.exception("is_executor_excluded(%s) failed; accepting the executor", executor_id)
+            return False
+
+    def sufficientResourcesRegistered(self) -> bool:
+        try:
+            return bool(self.backend.sufficient_resources_registered())
+        except Exception:
+            log.exception("sufficient_resources_registered() failed; answering no")
+            return False
+
+    def applicationId(self) -> str:
+        return self._app_id
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _queue(self, hook: str, work: Callable[[], object]) -> None:
+        if self._stop_requested:
+            log.debug("Ignoring %s: the backend is stopping", hook)
+            return
+
+        def run() -> None:
+            try:
+                work()
+            except Exception:
+                log.exception("The Kubernetes backend's %s failed", hook)
+
+        try:
+            self._worker.submit(run)
+        except Exception:  # never let an error travel back into the JVM thread
+            log.exception("Could not queue %s", hook)
+
+    def _request(self, request_json: str) -> None:
+        request = parse_request(request_json, self._conf)
+        for profile in request.custom_profiles():
+            if profile.id not in self._registered_profiles:
+                # Profiles first: a target may name a profile the backend has not seen yet.
+                self.backend.register_resource_profile(profile)
+                self._registered_profiles.add(profile.id)
+                log.info("Registered resource profile %s: %s", profile.id, profile)
+        self.backend.request_total_executors(request.targets)
+
+    def _stop(self) -> None:
+        try:
+            self.backend.stop()
+        except Exception:
+            log.exception("The Kubernetes backend failed to stop cleanly")
+        finally:
+            try:
+                if self._on_stopped is not None:
+                    self._on_stopped()
+            except Exception:
+                log.exception("Cleanup after the backend stopped failed")
+            finally:
+                self._stopped.set()
+
+
+class SerialWorker:
+    """One daemon thread running submitted work strictly in submission order."""
+
+    def __init__(self, name: str) -> None:
+        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, task: Callable[[], None]) -> None:
+        self._tasks.put(task)
+
+    def close(self) -> None:
+        """Let the thread finish what is queued, then end."""
+        self._tasks.put(None)
+
+    def _run(self) -> None:
+        while (task := self._tasks.get()) is not None:
+            try:
+                task()
+            except Exception:  # one failing task must not stop the ones behind it
+                log.exception("Bridge task failed")
+
+
+def _ids(text: str) -> list[str]:
+    return [str(i) for i in json.loads(text)]

@@ -1,0 +1,164 @@
+"""Creates the Python backend when Spark creates the JVM backend for a ``pyk8s://`` master.
+
+An instance is installed in the driver JVM (``PyK8sClusterManager.install``) before the SparkContext is
+created; the JVM calls :meth:`BackendFactory.create` from the SparkContext constructor. It reads the
+context's Spark properties, starts an embedded local cluster for ``pyk8s://local``, and builds the
+backend with a :class:`JvmDriverEndpoint` as its driver.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from k8s_backend.spark.bridge import (
+    DEFAULT_STOP_TIMEOUT,
+    BackendHooks,
+    JvmDriverEndpoint,
+    PythonBackendCallbacks,
+)
+from k8s_backend.spark.master import MasterKind, PyK8sMaster, is_pyk8s, parse_master
+
+log = logging.getLogger(__name__)
+
+LOCAL_IMAGE_KEY = "spark.kubernetes.container.image"
+
+
+# How a backend is built: called as ``KubernetesClusterSchedulerBackend.create`` is, with the Spark
+# properties and the keywords app_id, driver_url, api (None: from the properties) and driver.
+BackendCreator = Callable[..., BackendHooks]
+
+
+def default_creator() -> BackendCreator:
+    from k8s_backend.backend import KubernetesClusterSchedulerBackend
+
+    create: BackendCreator = KubernetesClusterSchedulerBackend.create
+    return create
+
+
+def new_app_id() -> str:
+    """Spark's Kubernetes application id form: ``spark-`` and 32 hex digits."""
+    return "spark-" + uuid.uuid4().hex
+
+
+def local_defaults(image: str) -> dict[str, str]:
+    """Properties a ``pyk8s://local`` driver needs unless the user set them: executors run on this host."""
+    return {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        LOCAL_IMAGE_KEY: image,
+    }
+
+
+def backend_properties(
+    conf: Mapping[str, str], master: PyK8sMaster, local_api_server: str = ""
+) -> dict[str, str]:
+    """The Spark properties the backend reads: ``spark.master`` names the API server as ``k8s://URL``,
+    or is absent for the kubeconfig/in-cluster default."""
+    properties = dict(conf)
+    backend_master = master.backend_master(local_api_server)
+    if backend_master is None:
+        properties.pop("spark.master", None)
+    else:
+        properties["spark.master"] = backend_master
+    return properties
+
+
+class BackendFactory:
+    """The Py4J callback object behind the JVM's ``PythonBackendFactory`` interface.
+
+    :param create_backend: builds the backend (default ``KubernetesClusterSchedulerBackend.create``).
+    :param local_cluster: makes the cluster for ``pyk8s://local`` (default
+        :class:`k8s_backend.testing.LocalCluster`); it is started here and stopped after the backend.
+    """
+
+    class Java:
+        implements = ["io.k8sbackend.bridge.PythonBackendFactory"]
+
+    def __init__(
+        self,
+        create_backend: BackendCreator | None = None,
+        *,
+        local_cluster: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+        stop_timeout: float = DEFAULT_STOP_TIMEOUT,
+    ) -> None:
+        self._create_backend = create_backend
+        self._local_cluster = local_cluster
+        self._stop_timeout = stop_timeout
+        self.last_error: Exception | None = None
+        self.current: PythonBackendCallbacks | None = None
+        self.local: Any = None  # the running local cluster, for pyk8s://local
+
+    def create(
+        self, java_backend: Any, master_url: str, conf_json: str, driver_url: str
+    ) -> PythonBackendCallbacks:
+        """Called by the JVM; a raised error fails the SparkContext with its message."""
+        self.last_error = None
+        try:
+            callbacks = self._create(java_backend, master_url, json.loads(conf_json), driver_url)
+        except Exception as error:
+            self.last_error = error
+            log.error("k8s_backend could not create its backend for %s: %s", master_url, error)
+            raise
+        self.current = callbacks
+        return callbacks
+
+    def _create(
+        self, java_backend: Any, master_url: str, conf: dict[str, str], driver_url: str
+    ) -> PythonBackendCallbacks:
+        master = parse_master(master_url)
+        resources = contextlib.ExitStack()
+        try:
+            api: Any = None
+            local_url = ""
+            if master.kind is MasterKind.LOCAL:
+                cluster = resources.enter_context(self._make_local_cluster())
+                resources.callback(self._forget_local)
+                self.local = cluster
+                api = cluster.api(conf.get("spark.kubernetes.namespace", "default"))
+                local_url = cluster.url
+            properties = backend_properties(conf, master, local_url)
+            app_id = properties.get("spark.app.id") or new_app_id()
+            creator = self._create_backend or default_creator()
+            driver = JvmDriverEndpoint(java_backend)
+            backend = creator(properties, app_id=app_id, driver_url=driver_url, api=api, driver=driver)
+            log.info("Backend %s created for %s (executors reach %s)", app_id, master_url, driver_url)
+            # Registered after the local cluster's own exit hook, so it runs first (atexit is LIFO):
+            # the backend deletes its pods while the cluster still answers.
+            atexit.unregister(stop_active_context)
+            atexit.register(stop_active_context)
+            return PythonBackendCallbacks(
+                backend, conf=properties, on_stopped=resources.close, stop_timeout=self._stop_timeout
+            )
+        except BaseException:
+            resources.close()
+            raise
+
+    def _make_local_cluster(self) -> contextlib.AbstractContextManager[Any]:
+        if self._local_cluster is not None:
+            return self._local_cluster()
+        from k8s_backend.testing.local_cluster import LocalCluster
+
+        return LocalCluster()
+
+    def _forget_local(self) -> None:
+        self.local = None
+
+
+def stop_active_context() -> None:
+    """At interpreter exit, stop a ``pyk8s://`` SparkContext left running, so its executors are removed."""
+    from pyspark.core.context import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None or not is_pyk8s(context.master):
+        return
+    log.info("Stopping the SparkContext at exit so that its executors are removed")
+    try:
+        context.stop()
+    except Exception:
+        log.warning("Could not stop the SparkContext at exit", exc_info=True)

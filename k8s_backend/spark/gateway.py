@@ -1,0 +1,96 @@
+"""The driver JVM: launched with the bridge jar on its classpath, and wired to a Python backend factory.
+
+Two facts shape this module. spark-submit (which pyspark uses to start the JVM) rejects masters it does
+not know, so the JVM is launched without the ``pyk8s://`` master, which is given to the SparkContext
+afterwards. And Spark finds cluster managers only on the classpath the JVM started with, so the jar
+goes into ``spark.driver.extraClassPath`` at launch; it cannot be added to a running JVM.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from k8s_backend.spark.jar import BridgeJarError
+
+MANAGER_CLASS = "io.k8sbackend.bridge.PyK8sClusterManager"
+PROTOCOL_VERSION = 1  # must match PyK8sClusterManager.PROTOCOL_VERSION
+CLASSPATH_KEY = "spark.driver.extraClassPath"
+
+
+class _LaunchConf:
+    """The ``getAll()`` that pyspark's ``launch_gateway`` reads; no JVM exists yet to hold a SparkConf."""
+
+    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
+        self._pairs = list(pairs)
+
+    def getAll(self) -> list[tuple[str, str]]:
+        return list(self._pairs)
+
+
+def launch_properties(conf: Mapping[str, str], jar: Path) -> dict[str, str]:
+    """The properties the JVM is launched with: no ``spark.master``, the jar first on the classpath."""
+    properties = {k: v for k, v in conf.items() if k != "spark.master"}
+    existing = [p for p in properties.get(CLASSPATH_KEY, "").split(os.pathsep) if p]
+    if str(jar) not in existing:
+        existing.insert(0, str(jar))
+    properties[CLASSPATH_KEY] = os.pathsep.join(existing)
+    return properties
+
+
+def launch(conf: Mapping[str, str], jar: Path, popen_kwargs: dict[str, Any] | None = None) -> Any:
+    """Start pyspark's JVM gateway (a py4j ``ClientServer``) with the bridge jar; see the module doc."""
+    import pyspark.java_gateway as java_gateway
+
+    launch_gateway: Any = java_gateway.launch_gateway
+    return launch_gateway(_LaunchConf(launch_properties(conf, jar).items()), popen_kwargs)
+
+
+def has_bridge(gateway: Any) -> bool:
+    """Whether the JVM behind ``gateway`` can load the bridge's cluster manager."""
+    from py4j.protocol import Py4JError
+
+    try:
+        gateway.jvm.java.lang.Class.forName(MANAGER_CLASS)
+    except Py4JError:
+        return False
+    return True
+
+
+def install_factory(gateway: Any, factory: Any) -> None:
+    """Start the callback server and hand ``factory`` to the JVM's cluster manager.
+
+    Raises :class:`BridgeJarError` if the JVM was started without the jar, or with a jar of another
+    protocol version.
+    """
+    import pyspark.java_gateway as java_gateway
+
+    ensure_callback_server_started: Any = java_gateway.ensure_callback_server_started
+
+    if not has_bridge(gateway):
+        raise BridgeJarError(
+            "The driver JVM of this Python process was started without k8s_backend's bridge jar, so it "
+            "cannot run a pyk8s:// master. Create the pyk8s session before any other SparkContext in this "
+            "process (k8s_backend.spark.session(...)), or stop this one and start a new Python process."
+        )
+    manager = gateway.jvm.io.k8sbackend.bridge.PyK8sClusterManager
+    version = int(manager.protocolVersion())
+    if version != PROTOCOL_VERSION:
+        raise BridgeJarError(
+            f"The bridge jar in the driver JVM speaks protocol {version}, this k8s_backend speaks "
+            f"{PROTOCOL_VERSION}: remove the stale jar (see k8s_backend.spark.jar) and start a new process."
+        )
+    # Without the callback server, Spark's calls into Python fail with "Connection refused".
+    ensure_callback_server_started(gateway)
+    manager.install(factory)
+
+
+def set_default_master(gateway: Any, master: str, conf: Mapping[str, str] | None = None) -> None:
+    """Make ``master`` (and ``conf``) what a plain ``SparkConf()`` reads in this JVM, as spark-submit's
+    system properties would; an unmodified ``SparkSession.builder.getOrCreate()`` then uses them."""
+    system = gateway.jvm.java.lang.System
+    for key, value in (conf or {}).items():
+        system.setProperty(key, str(value))
+    system.setProperty("spark.master", master)

@@ -1,0 +1,281 @@
+package io.k8sbackend.bridge;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.resource.ResourceProfile;
+import org.apache.spark.rpc.RpcAddress;
+import org.apache.spark.rpc.RpcEndpointAddress;
+import org.apache.spark.scheduler.ExecutorDecommission;
+import org.apache.spark.scheduler.ExecutorDecommissionInfo;
+import org.apache.spark.scheduler.ExecutorExited;
+import org.apache.spark.scheduler.ExecutorKilled$;
+import org.apache.spark.scheduler.ExecutorLossReason;
+import org.apache.spark.scheduler.TaskSchedulerImpl;
+import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import scala.Option;
+import scala.Tuple2;
+import scala.concurrent.Future;
+import scala.concurrent.Future$;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * A CoarseGrainedSchedulerBackend whose cluster-manager side lives in Python.
+ *
+ * <p>Spark's RPC, executor registration and task scheduling stay in the superclass. This class only
+ * forwards the cluster-manager hooks to {@link PythonBackend} and offers Python the few calls it needs
+ * back (remove, disable, list executors). It makes no decisions: a forwarding failure is logged and
+ * answered with a safe value, never with null.
+ */
+public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
+    private static final Logger LOG = LoggerFactory.getLogger(PyK8sSchedulerBackend.class);
+    /** Spark's exit code for "too many executor failures" (ExecutorExitCode.EXCEED_MAX_EXECUTOR_FAILURES). */
+    private static final int EXCEED_MAX_EXECUTOR_FAILURES = 11;
+
+    private final SparkContext sc;
+    private final String masterUrl;
+    private final PythonBackend python;
+    private volatile boolean stopping;
+    private volatile String appId;
+    // Set by createDriverEndpoint(), which the superclass constructor calls before this class's
+    // initializers run; it must therefore have no initializer of its own.
+    private BridgeDriverEndpoint endpoint;
+
+    public PyK8sSchedulerBackend(TaskSchedulerImpl scheduler, SparkContext sc, String masterUrl,
+                                 PythonBackendFactory factory) {
+        super(scheduler, sc.env().rpcEnv());
+        this.sc = sc;
+        this.masterUrl = masterUrl;
+        PythonBackend created;
+        try {
+            created = factory.create(this, masterUrl, confJson(sc.conf()), driverUrl(sc.conf()));
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("k8s_backend could not create its backend for " + masterUrl + ": "
+                + e.getMessage(), e);
+        }
+        if (created == null) {
+            throw new IllegalStateException("k8s_backend's Python factory returned no backend for " + masterUrl);
+        }
+        this.python = created;
+    }
+
+    public String masterUrl() {
+        return masterUrl;
+    }
+
+    // ---- hooks Spark calls, forwarded to Python ---------------------------------------------------
+
+    @Override
+    public void start() {
+        super.start();
+        forward("start", () -> python.start());
+    }
+
+    @Override
+    public void stop() {
+        stopping = true;
+        try {
+            super.stop();
+        } finally {
+            forward("stop", () -> python.stop());
+        }
+    }
+
+    @Override
+    public Future<Object> doRequestTotalExecutors(scala.collection.immutable.Map<ResourceProfile, Object> totals) {
+        boolean sent;
+        try {
+            String request = Profiles.request(totals, conf());
+            sent = forward("requestTotalExecutors", () -> python.requestTotalExecutors(request));
+        } catch (RuntimeException e) {
+            LOG.error("Could not describe the executor request " + totals, e);
+            sent = false;
+        }
+        return Future$.MODULE$.successful((Object) Boolean.valueOf(sent));
+    }
+
+    @Override
+    public Future<Object> doKillExecutors(scala.collection.immutable.Seq<String> executorIds) {
+        String ids = idsJson(CollectionConverters.asJava(executorIds));
+        boolean sent = forward("killExecutors", () -> python.killExecutors(ids));
+        return Future$.MODULE$.successful((Object) Boolean.valueOf(sent));
+    }
+
+    @Override
+    public scala.collection.immutable.Seq<String> decommissionExecutors(
+            Tuple2<String, ExecutorDecommissionInfo>[] executorsAndDecomInfo, boolean adjustTargetNumExecutors,
+            boolean triggeredByExecutor) {
+        List<String> ids = new ArrayList<>();
+        for (Tuple2<String, ExecutorDecommissionInfo> pair : executorsAndDecomInfo) {
+            ids.add(pair._1());
+        }
+        String json = idsJson(ids);
+        forward("decommissionExecutors", () -> python.decommissionExecutors(json, triggeredByExecutor));
+        return super.decommissionExecutors(executorsAndDecomInfo, adjustTargetNumExecutors, triggeredByExecutor);
+    }
+
+    @Override
+    public boolean isExecutorExcluded(String executorId, String hostname) {
+        Boolean excluded = ask("isExecutorExcluded", () -> python.isExecutorExcluded(executorId, hostname));
+        return excluded != null && excluded;
+    }
+
+    @Override
+    public boolean sufficientResourcesRegistered() {
+        Boolean sufficient = ask("sufficientResourcesRegistered", () -> python.sufficientResourcesRegistered());
+        return sufficient != null && sufficient;
+    }
+
+    @Override
+    public String applicationId() {
+        String cached = appId;
+        if (cached != null) {
+            return cached;
+        }
+        String id = ask("applicationId", () -> python.applicationId());
+        if (id == null || id.isEmpty()) {
+            return super.applicationId();
+        }
+        appId = id;  // an application id never changes, and Spark asks for it often
+        return id;
+    }
+
+    @Override
+    public CoarseGrainedSchedulerBackend.DriverEndpoint createDriverEndpoint() {
+        endpoint = new BridgeDriverEndpoint();
+        return endpoint;
+    }
+
+    // ---- calls Python makes ---------------------------------------------------------------------
+
+    /** Report an executor as gone: {@code ExecutorExited(exitCode, exitCausedByApp, message)}. */
+    public boolean removeExecutorExited(String executorId, int exitCode, boolean exitCausedByApp, String message) {
+        return remove(executorId, new ExecutorExited(exitCode, exitCausedByApp, message));
+    }
+
+    /** Report an executor the driver asked to kill ({@code ExecutorKilled}). */
+    public boolean removeExecutorKilled(String executorId) {
+        return remove(executorId, ExecutorKilled$.MODULE$);
+    }
+
+    /** Stop scheduling tasks on an executor until its loss reason is known. */
+    public boolean disableExecutorById(String executorId) {
+        BridgeDriverEndpoint current = endpoint;
+        if (stopping || current == null) {
+            return false;
+        }
+        try {
+            return current.disableExecutor(executorId);
+        } catch (RuntimeException e) {
+            LOG.warn("Could not disable executor " + executorId, e);
+            return false;
+        }
+    }
+
+    /** Registered executors as a JSON object: executor id to registration time (epoch milliseconds). */
+    public String registeredExecutorsJson() {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Map.Entry<String, Object> e : CollectionConverters.asJava(getExecutorsWithRegistrationTs()).entrySet()) {
+            out.put(e.getKey(), e.getValue().toString());
+        }
+        return Json.object(out);
+    }
+
+    /** Python gave up on the application: stop the SparkContext, as Spark's allocator exits on it. */
+    public void failApplication(String reason) {
+        LOG.error("k8s_backend stops the application: " + reason);
+        Thread stopper = new Thread(() -> sc.stop(EXCEED_MAX_EXECUTOR_FAILURES), "k8s-backend-fail-application");
+        stopper.setDaemon(true);
+        stopper.start();
+    }
+
+    // ---- helpers ----------------------------------------------------------------------------------
+
+    private boolean remove(String executorId, ExecutorLossReason reason) {
+        if (stopping) {
+            return false;  // the driver endpoint is going away with every executor
+        }
+        try {
+            removeExecutor(executorId, reason);
+            return true;
+        } catch (RuntimeException e) {
+            LOG.warn("Could not remove executor " + executorId, e);
+            return false;
+        }
+    }
+
+    private static boolean forward(String hook, Runnable call) {
+        try {
+            call.run();
+            return true;
+        } catch (RuntimeException e) {
+            LOG.error("Could not pass " + hook + " to k8s_backend's Python backend: " + e.getMessage(), e);
+            return false;
+        }
+    }
+
+    private static <T> T ask(String hook, Supplier<T> call) {
+        try {
+            return call.get();
+        } catch (RuntimeException e) {
+            LOG.error("k8s_backend's Python backend did not answer " + hook + ": " + e.getMessage(), e);
+            return null;
+        }
+    }
+
+    private static String idsJson(List<String> ids) {
+        List<String> quoted = new ArrayList<>(ids.size());
+        for (String id : ids) {
+            quoted.add(Json.quote(id));
+        }
+        return Json.array(quoted);
+    }
+
+    private static String confJson(SparkConf conf) {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Tuple2<String, String> pair : conf.getAll()) {
+            out.put(pair._1(), Json.quote(pair._2()));
+        }
+        return Json.object(out);
+    }
+
+    private static String driverUrl(SparkConf conf) {
+        // The driver's RpcEnv is up by now, so spark.driver.host and spark.driver.port are set.
+        return RpcEndpointAddress.apply(conf.get("spark.driver.host"), conf.getInt("spark.driver.port", 0),
+            CoarseGrainedSchedulerBackend.ENDPOINT_NAME()).toString();
+    }
+
+    /**
+     * Like Spark's Kubernetes driver endpoint: a disconnected executor is only disabled, so that the loss
+     * reason Python derives from the pod (exit code and explanation) is the one Spark records.
+     */
+    final class BridgeDriverEndpoint extends CoarseGrainedSchedulerBackend.DriverEndpoint {
+        @Override
+        public void onDisconnected(RpcAddress remoteAddress) {
+            Option<String> found = addressToExecutorId().get(remoteAddress);
+            if (found.isEmpty()) {
+                super.onDisconnected(remoteAddress);
+                return;
+            }
+            String executorId = found.get();
+            boolean decommissioning;
+            synchronized (PyK8sSchedulerBackend.this) {
+                decommissioning = executorsPendingDecommission().contains(executorId);
+            }
+            if (decommissioning) {
+                removeExecutor(executorId, new ExecutorDecommission(Option.empty(),
+                    ExecutorDecommission.apply$default$2()));
+            } else {
+                disableExecutor(executorId);
+            }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+package io.k8sbackend.bridge;
+
+/**
+ * The Python side of one scheduler backend, implemented by a Py4J callback object
+ * ({@code k8s_backend.spark.bridge.PythonBackendCallbacks}).
+ *
+ * <p>Spark calls some of these while it holds its scheduler and backend locks, so every method that
+ * asks for work only queues it and returns at once; Python's own threads do the work. Composite
+ * arguments are JSON strings.
+ */
+public interface PythonBackend {
+    /** Queue the backend's start. */
+    void start();
+
+    /** Stop the backend and wait (bounded on the Python side) until it has cleaned up. */
+    void stop();
+
+    /**
+     * Queue new executor targets: {@code {"targets": {"<profile id>": n}, "profiles": [ {...} ]}}, each
+     * profile described from {@code ResourceProfile.getResourcesForClusterManager}.
+     */
+    void requestTotalExecutors(String requestJson);
+
+    /** Queue the removal of executors: a JSON array of executor ids. */
+    void killExecutors(String executorIdsJson);
+
+    /** Queue the decommissioning of executors: a JSON array of executor ids. */
+    void decommissionExecutors(String executorIdsJson, boolean triggeredByExecutor);
+
+    /** Whether an executor's registration must be refused (answered at once). */
+    boolean isExecutorExcluded(String executorId, String hostname);
+
+    /** Whether enough executors registered to start scheduling (answered at once). */
+    boolean sufficientResourcesRegistered();
+
+    /** The application id (answered at once). */
+    String applicationId();
+}

@@ -1,0 +1,278 @@
+"""The container runtime half of the kubelet: image "pulls", starting containers in order (init containers
+one by one, then the rest), exits, restarts with back-off, and stopping containers on deletion.
+
+Runs on the kubelet's event loop only; process exits arrive from waiter threads via ``loop.post``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from k8s_backend.kube.port import CONFIG_MAPS, ApiError, KubernetesApi, Obj, Resource
+from k8s_backend.scheduling.clock import Clock
+from k8s_backend.testing.kubelet.container import HostEnvironment, translate
+from k8s_backend.testing.kubelet.env import ContainerConfigError, ContainerStartError, PodRuntime
+from k8s_backend.testing.kubelet.images import ImagePolicy
+from k8s_backend.testing.kubelet.loop import EventLoop
+from k8s_backend.testing.kubelet.nodes import Resources
+from k8s_backend.testing.kubelet.podstate import RUNNING, TERMINATED, WAITING, ContainerRecord, PodRecord
+from k8s_backend.testing.kubelet.processes import ExitStatus, ProcessSupervisor
+from k8s_backend.testing.kubelet.volumes import container_mounts, materialize_volumes
+
+log = logging.getLogger(__name__)
+
+SECRETS = Resource("Secret", "secrets")
+START_ERROR_EXIT_CODE = 128  # what container runtimes report when the command cannot be executed
+MAX_BACKOFF = 300.0
+_STARTABLE = ("ContainerCreating", "PodInitializing")
+
+
+class ContainerRuntime:
+    """Starts and stops the containers of bound pods.
+
+    Changes are reported through ``publish`` (a status write) and ``on_container_exit`` (the pod's
+    containers changed in a way that may finish a deletion or free node capacity).
+    """
+
+    def __init__(
+        self,
+        api: KubernetesApi,
+        *,
+        work_dir: Path,
+        supervisor: ProcessSupervisor,
+        loop: EventLoop,
+        images: ImagePolicy,
+        host: HostEnvironment,
+        clock: Clock,
+        pod_ip: str,
+        restart_backoff: float,
+        run_processes: bool,
+        publish: Callable[[PodRecord], None],
+        on_container_exit: Callable[[PodRecord], None],
+        node_allocatable: Callable[[str], Resources],
+    ) -> None:
+        self._api = api
+        self._work_dir = work_dir
+        self._supervisor = supervisor
+        self._loop = loop
+        self._images = images
+        self._host = host
+        self._clock = clock
+        self._pod_ip = pod_ip
+        self._restart_backoff = restart_backoff
+        self._run_processes = run_processes
+        self._publish = publish
+        self._on_container_exit = on_container_exit
+        self._node_allocatable = node_allocatable
+
+    def log_file(self, record: PodRecord, container: str) -> Path:
+        assert record.pod_dir is not None
+        return record.pod_dir / "logs" / f"{container}.log"
+
+    def begin(self, record: PodRecord) -> None:
+        """A pod was just bound to a node: report it, then start its containers.
+
+        Without processes the pod goes straight to Running in a single status write.
+        """
+        if record.init_containers:
+            for container in record.containers:
+                container.set_waiting("PodInitializing")
+        if not self._run_processes:
+            self.advance(record)
+            return
+        uid = str((record.pod.get("metadata") or {}).get("uid", ""))[:8]
+        record.pod_dir = self._work_dir / "pods" / f"{record.namespace}_{record.name}_{uid}"
+        self._publish(record)  # Pending, ContainerCreating: the sandbox is being set up
+        self._loop.post(partial(self.advance, record))
+
+    def advance(self, record: PodRecord) -> None:
+        """Start whatever may start now: the next init container, or every app container."""
+        if record.deleting or record.gone or record.terminal():
+            return
+        assert record.node is not None
+        runtime = PodRuntime(self._pod_ip, self._pod_ip, record.node, self._node_allocatable(record.node))
+        if record.volumes is None and record.pod_dir is not None:
+            try:
+                record.volumes = materialize_volumes(
+                    record.pod,
+                    record.pod_dir,
+                    shared_dir=self._work_dir,
+                    lookup=self._lookup,
+                    runtime=runtime,
+                )
+            except ContainerConfigError as error:
+                # A real kubelet reports FailedMount and keeps the pod in ContainerCreating meanwhile.
+                log.info("pod %s/%s: volumes not ready (%s); retrying", record.namespace, record.name, error)
+                self._loop.call_later(1.0, partial(self.advance, record))
+                return
+        for container in record.init_containers:  # one at a time, in order
+            if container.state == TERMINATED and container.exit_code == 0:
+                continue
+            if container.state == WAITING and container.reason in _STARTABLE:
+                self._start(record, container, runtime)
+            if not (container.state == TERMINATED and container.exit_code == 0):
+                break  # still running, waiting or failed
+        if record.initialized():
+            for container in record.containers:
+                if container.state == WAITING and container.reason in _STARTABLE:
+                    self._start(record, container, runtime)
+        self._settle(record)
+
+    def stop_containers(self, record: PodRecord, grace: float) -> None:
+        """Stop every running container: processes get SIGTERM then SIGKILL after ``grace`` seconds."""
+        now = self._clock.now()
+        for container in record.all_containers():
+            if container.handle is not None:
+                container.handle.terminate(grace)
+            elif container.state == RUNNING:
+                container.set_terminated(0, "Completed", now)  # nothing runs: it stops at once
+
+    # -- one container -------------------------------------------------------------------------------
+
+    def _start(self, record: PodRecord, container: ContainerRecord, runtime: PodRuntime) -> None:
+        now = self._clock.now()
+        if not self._images.is_known(container.image):
+            container.set_waiting(*self._images.pull_error(container.image))
+            delay = self._images.backoff(container.attempts)
+            self._loop.call_later(
+                delay, partial(self._image_backoff, record, container, container.generation)
+            )
+            return
+        container.generation += 1
+        if not self._run_processes:
+            container.set_running(now, self._container_id(record, container))
+            if container.init:
+                container.set_terminated(0, "Completed", now)  # as if it ran in no time
+            return
+        try:
+            mounts = container_mounts(container.spec, record.volumes or {})
+            command = translate(
+                record.pod,
+                container.spec,
+                host=self._host,
+                runtime=runtime,
+                mounts=mounts,
+                cwd=str(record.pod_dir / "containers" / container.name if record.pod_dir else "."),
+                lookup=self._lookup,
+            )
+        except ContainerConfigError as error:
+            container.attempts += 1
+            container.set_waiting("CreateContainerConfigError", str(error))
+            delay = min(MAX_BACKOFF, self._restart_backoff * container.attempts)
+            self._loop.call_later(delay, partial(self._retry, record, container, container.generation))
+            return
+        except ContainerStartError as error:
+            container.set_terminated(START_ERROR_EXIT_CODE, "StartError", now, message=str(error))
+            return
+        container_id = self._container_id(record, container)
+        if command.kind == "idle":
+            container.set_running(now, container_id)
+            return
+        try:
+            handle = self._supervisor.start(
+                command.argv,
+                env=command.env,
+                cwd=command.cwd,
+                log_path=self.log_file(record, container.name),
+                memory_limit=command.memory_limit,
+                on_exit=partial(self._exited_elsewhere, record, container, container.generation),
+            )
+        except (OSError, RuntimeError) as error:
+            container.set_terminated(
+                START_ERROR_EXIT_CODE, "StartError", now, message=f"{command.argv[0]}: {error}"
+            )
+            return
+        container.handle = handle
+        container.set_running(handle.started_at, container_id)
+        log.info(
+            "pod %s/%s container %s: pid %s (%s)",
+            record.namespace,
+            record.name,
+            container.name,
+            handle.pid,
+            command.kind,
+        )
+
+    def _image_backoff(self, record: PodRecord, container: ContainerRecord, generation: int) -> None:
+        if container.generation != generation or record.deleting or record.gone or container.state != WAITING:
+            return
+        if container.reason == "ErrImagePull":
+            container.attempts += 1
+            container.set_waiting(*self._images.back_off(container.image))
+            delay = self._images.backoff(container.attempts)
+            self._loop.call_later(delay, partial(self._image_backoff, record, container, generation))
+            self._publish(record)
+        elif container.reason == "ImagePullBackOff":
+            self._retry(record, container, generation)
+
+    def _retry(self, record: PodRecord, container: ContainerRecord, generation: int) -> None:
+        if container.generation != generation or record.deleting or record.gone or container.state != WAITING:
+            return
+        container.set_waiting("ContainerCreating")
+        self.advance(record)
+
+    def _exited_elsewhere(
+        self, record: PodRecord, container: ContainerRecord, generation: int, status: ExitStatus
+    ) -> None:
+        self._loop.post(partial(self._exited, record, container, generation, status))
+
+    def _exited(
+        self, record: PodRecord, container: ContainerRecord, generation: int, status: ExitStatus
+    ) -> None:
+        if container.generation != generation:
+            return
+        container.handle = None
+        container.set_terminated(
+            status.exit_code, status.reason, status.finished_at, message=status.message, signal=status.signal
+        )
+        log.info(
+            "pod %s/%s container %s: exit %s (%s)",
+            record.namespace,
+            record.name,
+            container.name,
+            status.exit_code,
+            status.reason,
+        )
+        if not (record.deleting or record.gone):
+            if self._restarts(record, container):
+                container.last_terminated = container.terminated_state()
+                container.restart_count += 1
+                delay = min(MAX_BACKOFF, self._restart_backoff * 2 ** (container.restart_count - 1))
+                container.set_waiting(
+                    "CrashLoopBackOff",
+                    f"back-off {delay:g}s restarting failed container={container.name} "
+                    f"pod={record.name}_{record.namespace}({record.uid})",
+                )
+                self._loop.call_later(delay, partial(self._retry, record, container, generation))
+            self._publish(record)
+            if container.init and container.exit_code == 0:
+                self._loop.post(partial(self.advance, record))
+        self._on_container_exit(record)
+
+    def _settle(self, record: PodRecord) -> None:
+        self._publish(record)
+        if record.terminal():
+            self._on_container_exit(record)
+
+    def _restarts(self, record: PodRecord, container: ContainerRecord) -> bool:
+        policy = record.restart_policy
+        if container.init:
+            return policy != "Never" and container.exit_code != 0
+        return policy == "Always" or (policy == "OnFailure" and container.exit_code != 0)
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    def _container_id(self, record: PodRecord, container: ContainerRecord) -> str:
+        seed = f"{record.uid}/{container.name}/{container.generation}"
+        return "containerd://" + hashlib.sha256(seed.encode()).hexdigest()
+
+    def _lookup(self, kind: str, namespace: str, name: str) -> Obj | None:
+        resource = SECRETS if kind == "Secret" else CONFIG_MAPS
+        try:
+            return self._api.get(resource, namespace, name)
+        except ApiError:
+            return None
