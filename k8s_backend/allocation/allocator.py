@@ -15,6 +15,7 @@ from typing import Any
 
 from k8s_backend.allocation.creator import ExecutorPodCreator, PodSpecBuilder, guarded
 from k8s_backend.allocation.failures import ExecutorFailureTracker
+from k8s_backend.allocation.pod_index import PodIndex
 from k8s_backend.allocation.policy import (
     AllocationLimits,
     AllocationPlan,
@@ -134,6 +135,7 @@ class ExecutorPodsAllocator:
         self._deleted: frozenset[int] = frozenset()
         self._counted_failures: frozenset[int] = frozenset()
         self._executor_id_counter = 0
+        self._index = PodIndex()  # touched only by rounds, which never run concurrently
         self._outstanding = 0
         self._started = False
         self._stopped = False
@@ -261,9 +263,12 @@ class ExecutorPodsAllocator:
             if self._stopped:
                 return
         known = frozenset(self._known_executor_ids())
+        self._index.apply(batch)
         with self._lock:
             # Never hand out an id the driver or the cluster already has (e.g. after a restart).
-            self._executor_id_counter = max(self._executor_id_counter, *known, *batch.snapshot.pods, 0)
+            self._executor_id_counter = max(
+                self._executor_id_counter, max(known, default=0), self._index.max_executor_id
+            )
             inputs = RoundInput(
                 batch=batch,
                 targets=dict(self._targets),
@@ -275,6 +280,7 @@ class ExecutorPodsAllocator:
                 counted_failures=self._counted_failures,
                 scheduler_known=known,
                 pvcs_exhausted=self._pvc_policy.exhausted(self._creator.pvc_counter),
+                index=self._index,
             )
         plan = plan_round(inputs)
         self._apply(plan, batch)

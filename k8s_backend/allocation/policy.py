@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 import attrs
 
-from k8s_backend.conf.model import DEFAULT_PROFILE_ID, KubernetesConf
+from k8s_backend.allocation.pod_index import PodIndex
+from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.states import ExecutorPodState, PodPhase
 
@@ -81,6 +82,8 @@ class RoundInput:
     counted_failures: frozenset[int] = frozenset()
     scheduler_known: frozenset[int] = frozenset()
     pvcs_exhausted: bool = False
+    # The allocator's incrementally kept index of the batch's snapshot; None: built here (O(pods)).
+    index: PodIndex | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -203,21 +206,16 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
     for executor_id in timed_out:
         del newly[executor_id]
 
+    pods_now = batch.snapshot.pods
     deleted = inp.deleted
     if batch.changed:
-        deleted = deleted & frozenset(batch.snapshot.pods)  # forget deleted pods once they are gone
-    live = {i: s for i, s in batch.snapshot.pods.items() if i not in deleted}
+        deleted = frozenset(i for i in deleted if i in pods_now)  # forget deleted pods once they are gone
+    index = inp.index if inp.index is not None else PodIndex.of(batch.snapshot)
 
-    new_failures = _new_failures(batch, deleted, inp.counted_failures)
-
-    by_profile: dict[int, list[ExecutorPodState]] = {}
-    if len(inp.targets) <= 1:
-        # Fast path: with one profile every pod counts for it, whatever its label says.
-        only = next(iter(inp.targets), DEFAULT_PROFILE_ID)
-        by_profile[only] = list(live.values())
-    else:
-        for state in live.values():
-            by_profile.setdefault(state.resource_profile_id, []).append(state)
+    new_failures = _new_failures(batch, index, deleted, inp.counted_failures)
+    # Fast path: with one profile every pod counts for it, whatever its label says.
+    single_profile = len(inp.targets) <= 1
+    every_profile = frozenset(index.profiles())
 
     excess: list[DeleteExcessPending] = []
     profiles: list[ProfileCounts] = []
@@ -226,20 +224,23 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
     total_not_running = 0
     for rp_id in sorted(inp.targets):
         target = inp.targets[rp_id]
-        pods = by_profile.get(rp_id, [])
-        pending = sorted((s for s in pods if s.phase is PodPhase.PENDING), key=lambda s: s.executor_id)
+        rps = every_profile if single_profile else frozenset({rp_id})
+        pending = sorted(
+            (pods_now[i] for i in index.ids(rps, PodPhase.PENDING) if i not in deleted),
+            key=lambda s: s.executor_id,
+        )
         pending_unknown = [s for s in pending if s.executor_id not in known]
         newly_for_rp = [(i, r) for i, r in newly.items() if r.rp_id == rp_id]
         counts = ProfileCounts(
             rp_id=rp_id,
             target=target,
-            running=sum(1 for s in pods if s.phase is PodPhase.RUNNING),
+            running=_live_count(index, rps, PodPhase.RUNNING, deleted),
             pending_unknown=len(pending_unknown),
             pending_known=len(pending) - len(pending_unknown),
             newly_created=len(newly_for_rp),
             known_newly_created=sum(1 for rp in known_newly.values() if rp == rp_id),
             # Improvement: an Unknown pod (node unreachable) is alive until proven otherwise.
-            unknown_phase=sum(1 for s in pods if s.phase is PodPhase.UNKNOWN),
+            unknown_phase=_live_count(index, rps, PodPhase.UNKNOWN, deleted),
         )
         profiles.append(counts)
         pending_count = counts.pending_unknown
@@ -285,10 +286,22 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
     )
 
 
-def _new_failures(batch: SnapshotBatch, deleted: frozenset[int], counted: frozenset[int]) -> tuple[int, ...]:
+def _live_count(index: PodIndex, rps: frozenset[int], phase: PodPhase, deleted: frozenset[int]) -> int:
+    """Pods of ``rps`` in ``phase``, leaving out the ones this allocator deleted."""
+    gone = sum(
+        1
+        for i in deleted
+        if (where := index.phase_of(i)) is not None and where[1] is phase and where[0] in rps
+    )
+    return index.count(rps, phase) - gone
+
+
+def _new_failures(
+    batch: SnapshotBatch, index: PodIndex, deleted: frozenset[int], counted: frozenset[int]
+) -> tuple[int, ...]:
     # The updates too: a pod that failed and vanished between two rounds still failed.
     failed = {s.executor_id for s in batch.updates if s.phase is PodPhase.FAILED}
-    failed.update(i for i, s in batch.snapshot.pods.items() if s.phase is PodPhase.FAILED)
+    failed.update(index.ids(index.profiles(), PodPhase.FAILED))
     return tuple(sorted(i for i in failed if i not in deleted and i not in counted))
 
 

@@ -88,7 +88,9 @@ class Deletions:
         if grace == 0:
             del self._pending[key]
             if self._removable(key, current):
-                self._remove(key, current)
+                forced = json_copy(current)  # a real server reports the forced grace period of 0
+                forced["metadata"]["deletionGracePeriodSeconds"] = 0
+                self._remove(key, forced)
             return
         shorter = json_copy(current)
         shorter["metadata"]["deletionTimestamp"] = rfc3339(now + grace)

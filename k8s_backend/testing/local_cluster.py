@@ -143,11 +143,17 @@ class LocalCluster:
             if self._stopped or not self._started:
                 return
             self._stopped = True
-        steps: list[Callable[[], None]] = [api.close for api in self._apis]
-        # The kubelet first: it stops every process it started, whatever happens to the rest.
-        for part in (self._kubelet, self._server, self._fake):
-            if part is not None:
-                steps.append(part.stop if not isinstance(part, FakeKubernetes) else part.close)
+        # The kubelet first: it stops every process it started, whatever happens to the rest. (Should a
+        # second Ctrl-C cut this short, the kernel's parent-death signal still takes the processes down
+        # when Python exits.)
+        steps: list[Callable[[], None]] = []
+        if self._kubelet is not None:
+            steps.append(self._kubelet.stop)
+        steps.extend(api.close for api in self._apis)
+        if self._server is not None:
+            steps.append(self._server.stop)
+        if self._fake is not None:
+            steps.append(self._fake.close)
         try:
             for step in steps:
                 try:

@@ -1,0 +1,188 @@
+"""LocalCluster as a whole: kubeconfig, the real adapter over HTTP, and no process left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from k8s_backend.kube.port import PODS, ApiError
+from k8s_backend.testing import LocalCluster
+from k8s_backend.testing.kubelet.processes import session_members
+
+Obj = dict[str, Any]
+PY = sys.executable
+REPO = Path(__file__).resolve().parents[2]
+
+
+def sleeper(name: str, **extra: Any) -> Obj:
+    code = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
+    container = {"name": "main", "image": "python:3.11", "command": [PY, "-c", code], **extra}
+    return {"metadata": {"name": name}, "spec": {"restartPolicy": "Never", "containers": [container]}}
+
+
+def wait_for_exit(pid: int, timeout: float = 20.0) -> bool:
+    """Wait for a process that is not our child to end (a pidfd becomes readable when it does)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout)
+        return bool(readable)
+    finally:
+        os.close(fd)
+
+
+def test_starts_writes_a_kubeconfig_and_serves_the_real_adapter() -> None:
+    with LocalCluster(token="t0k3n") as cluster:
+        config = yaml.safe_load(cluster.kubeconfig.read_text())
+        assert config["clusters"][0]["cluster"]["server"] == cluster.url
+        assert config["users"][0]["user"] == {"token": "t0k3n"}
+        assert config["current-context"] == "k8s-backend-local"
+        assert cluster.master == "k8s://" + cluster.url
+
+        api = cluster.api()
+        api.create(PODS, "default", {"metadata": {"name": "hello"}, "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "python:3.11", "command": [PY, "-c", "print('hi')"]}],
+        }})  # fmt: skip
+        assert cluster.wait_until(lambda: cluster.pod_phase("hello") == "Succeeded")
+        pod = api.get(PODS, "default", "hello")
+        assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(cluster.url + "/api/v1/namespaces/default/pods", timeout=10)
+        assert refused.value.code == 401
+        work_dir = cluster.work_dir
+    assert not work_dir.exists()  # a temporary work dir goes with the cluster
+
+
+def test_no_process_survives_an_exception_in_the_body() -> None:
+    pids: list[int] = []
+    with pytest.raises(RuntimeError, match="test body failed"), LocalCluster(stop_grace=1.0) as cluster:
+        for name in ("a", "b"):
+            cluster.fake.create(PODS, "default", sleeper(name))
+        assert cluster.wait_until(lambda: len(cluster.kubelet.processes()) == 2)
+        pids.extend(h.pid for h in cluster.kubelet.processes())
+        raise RuntimeError("test body failed")
+    assert len(pids) == 2
+    assert all(session_members(pid) == [] for pid in pids)
+
+
+def test_unknown_image_and_allocation_only_mode() -> None:
+    with LocalCluster(run_processes=False, known_images=["apache/spark"]) as cluster:
+        api = cluster.api()
+        for i in range(20):
+            body = sleeper(f"p{i}")
+            body["spec"]["containers"][0]["image"] = "apache/spark:4.0.0"
+            api.create(PODS, "default", body)
+        api.create(PODS, "default", sleeper("nope"))
+        assert cluster.wait_until(lambda: all(cluster.pod_phase(f"p{i}") == "Running" for i in range(20)))
+        assert cluster.kubelet.processes() == []
+
+        def waiting_reason() -> str:
+            statuses = api.get(PODS, "default", "nope").get("status", {}).get("containerStatuses", [{}])
+            return str(statuses[0].get("state", {}).get("waiting", {}).get("reason", ""))
+
+        # Image pulls fail the same way without processes: scale tests can inject them too.
+        assert cluster.wait_until(lambda: waiting_reason() in ("ErrImagePull", "ImagePullBackOff"))
+        assert cluster.pod_phase("nope") == "Pending"
+        api.delete_collection(PODS, "default")
+        assert cluster.wait_until(lambda: cluster.fake.objects(PODS) == [])
+
+
+def _run_script(body: str, tmp_path: Path) -> subprocess.Popen[str]:
+    script = tmp_path / "cluster_script.py"
+    script.write_text(textwrap.dedent(body))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([PY, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+
+
+CLUSTER_SCRIPT = """
+import json, sys, time
+from k8s_backend.kube.port import PODS
+from k8s_backend.testing import LocalCluster
+code = "import os, time; time.sleep(120)"
+with LocalCluster(stop_grace=1.0) as cluster:
+    cluster.fake.create(PODS, "default", {"metadata": {"name": "p"}, "spec": {"restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "x", "command": [sys.executable, "-c", code]}]}})
+    cluster.wait_until(lambda: len(cluster.kubelet.processes()) == 1)
+    print(json.dumps([h.pid for h in cluster.kubelet.processes()]), flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_every_process(sig: signal.Signals, tmp_path: Path) -> None:
+    script = _run_script(CLUSTER_SCRIPT, tmp_path)
+    assert script.stdout is not None
+    pids = json.loads(script.stdout.readline())
+    assert len(pids) == 1 and session_members(pids[0])
+    script.send_signal(sig)
+    script.communicate(timeout=30)
+    assert script.returncode in (-sig, 128 + sig, 1)
+    assert session_members(pids[0]) == []
+
+
+def test_even_sigkill_of_the_python_process_takes_the_containers_down(tmp_path: Path) -> None:
+    script = _run_script(CLUSTER_SCRIPT, tmp_path)
+    assert script.stdout is not None
+    pids = json.loads(script.stdout.readline())
+    script.kill()
+    script.communicate(timeout=30)
+    # No cleanup code ran: the kernel's parent-death signal (set by the kubelet's launcher) did it.
+    assert wait_for_exit(pids[0])
+
+
+def test_the_local_command_prints_how_to_connect_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = subprocess.Popen(
+        [PY, "-m", "k8s_backend.cli.main", "local", "--work-dir", str(tmp_path / "work")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert command.stdout is not None
+    lines = []
+    while not lines or not lines[-1].startswith("Press Ctrl-C"):
+        line = command.stdout.readline()
+        assert line, f"the command ended early: {lines}"
+        lines.append(line.rstrip("\n"))
+    text = "\n".join(lines)
+    url = next(line.split()[-1] for line in lines if line.strip().startswith("API server:"))
+    assert f"pyspark --master k8s://{url}" in text
+    assert f"export KUBECONFIG={tmp_path / 'work' / 'kubeconfig'}" in text
+    with urllib.request.urlopen(url + "/api/v1/namespaces/default/pods", timeout=10) as response:
+        assert json.loads(response.read())["kind"] == "PodList"
+    command.send_signal(signal.SIGINT)
+    command.communicate(timeout=30)
+    assert command.returncode == 0
+    assert (tmp_path / "work" / "kubeconfig").exists()  # a given work dir is kept
+
+
+def test_bad_use_is_reported_clearly() -> None:
+    cluster = LocalCluster()
+    with pytest.raises(RuntimeError, match="not running"):
+        _ = cluster.url
+    with cluster, pytest.raises(RuntimeError, match="already started"):
+        cluster.start()
+    with pytest.raises(TypeError, match="pass a collection"):
+        LocalCluster(known_images="apache/spark")  # type: ignore[arg-type]
+
+
+def test_api_errors_come_back_typed() -> None:
+    with LocalCluster(run_processes=False) as cluster, pytest.raises(ApiError) as missing:
+        cluster.api().get(PODS, "default", "absent")
+    assert missing.value.status == 404
