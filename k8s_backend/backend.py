@@ -246,7 +246,9 @@ class KubernetesClusterSchedulerBackend:
         if state is GateState.OPEN:
             log.info("Gang of %d executors is running", gate.min_executors)
         elif gate.hard:
-            self._fail(gate.failure_reason(running, now - self._gate_started, self.monitor.stuck_reasons()))
+            # Every pending executor's reason, however short the gang timeout is next to stuckTimeout.
+            reasons = self.monitor.stuck_reasons(min_wait=0)
+            self._fail(gate.failure_reason(running, now - self._gate_started, reasons))
         else:
             log.warning(
                 "Gang timed out (Soft) with %d of %d executors running; going on with them",

@@ -89,8 +89,8 @@ GANG_KEYS: tuple[Key, ...] = (
         "spark.kubernetes.scheduler.volcano.podGroupTemplateFile",
         Kind.STRING,
         None,
-        "Volcano PodGroup template (YAML or JSON); our minMember, minResources, queue and priority go "
-        "on top.",
+        "Volcano PodGroup template (YAML or JSON); its minMember and minResources are kept when set, "
+        "the queue and priority class from the keys above override it.",
         field="gang.volcano_template_file",
         has_spark_entry=False,
     ),

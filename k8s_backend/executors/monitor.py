@@ -91,9 +91,9 @@ class ExecutorMonitor:
         with self._lock:
             self._tracker.removed(executor_id, detail, self._clock.now())
 
-    def stuck_reasons(self) -> list[str]:
+    def stuck_reasons(self, min_wait: float | None = None) -> list[str]:
         with self._lock:
-            stuck = self._tracker.stuck(self._clock.now())
+            stuck = self._tracker.stuck(self._clock.now(), min_wait)
         return [f"executor {s['executor_id']}: {s['reason']}" for s in stuck]
 
     def describe(self, executor_id: int) -> str:

@@ -39,7 +39,7 @@ EXECUTOR_TRANSITIONS: dict[ExecutorState, frozenset[ExecutorState]] = {
     _S.TERMINATING: _ENDINGS,
     _S.SUCCEEDED: frozenset({_S.DELETED}),
     _S.FAILED: frozenset({_S.DELETED}),
-    _S.LOST: frozenset({_S.DELETED}),
+    _S.LOST: frozenset({_S.DELETED, _S.FAILED, _S.SUCCEEDED}),
     _S.DELETED: frozenset(),
 }
 

@@ -38,6 +38,7 @@ class ExecutorRecord:
     pending_reason: PendingReason | None = None
     pending_since: float | None = None
     reported_reason: PendingReason | None = None
+    pull_failing_since: float | None = None
     image: str = ""
 
 
@@ -127,6 +128,10 @@ class ExecutorTracker:
 
     def on_batch(self, batch: SnapshotBatch, now: float) -> list[TrackerNotice]:
         """Apply the batch's pod changes, then report stuck executors and unpullable images."""
+        if batch.first or batch.resynced:
+            for known in batch.snapshot.pods.values():
+                if known.executor_id not in self._records:
+                    self._on_pod(known, now)
         for state in batch.updates:
             self._on_pod(state, now)
         return self._check_pending(now)
@@ -149,6 +154,10 @@ class ExecutorTracker:
             reason = pending_reason(pod_state.pod)
             if reason != record.pending_reason:
                 record.pending_reason = reason
+            if reason is None or not reason.is_image_pull_failure:
+                record.pull_failing_since = None
+            elif record.pull_failing_since is None:
+                record.pull_failing_since = now
         detail = ""
         if target in (ExecutorState.FAILED, ExecutorState.SUCCEEDED):
             code = explain.exit_code_of(pod_state.pod, self._container_name)
@@ -156,6 +165,11 @@ class ExecutorTracker:
             detail = f"exit {code}" + (f" {why}" if why and why not in ("Error", "Completed") else "")
         if target is ExecutorState.RUNNING:
             self._profiles_that_ran.add(record.resource_profile_id)
+        if target in (ExecutorState.PENDING, ExecutorState.RUNNING) and record.state in (
+            ExecutorState.DECOMMISSIONING,
+            ExecutorState.TERMINATING,
+        ):
+            return  # the pod still runs after the driver asked it to go: an observation, not a move
         if target is not record.state:
             self._move(executor_id, target, now, detail)
 
@@ -209,10 +223,12 @@ class ExecutorTracker:
                 reason is not None
                 and reason.is_image_pull_failure
                 and self._image_pull_timeout is not None
-                and waited >= self._image_pull_timeout
+                and record.pull_failing_since is not None
+                and now - record.pull_failing_since >= self._image_pull_timeout
                 and record.resource_profile_id not in self._profiles_that_ran
             ):
-                notices.append(ImagePullFailed(executor_id, record.image, reason, waited))
+                failing_for = now - record.pull_failing_since
+                notices.append(ImagePullFailed(executor_id, record.image, reason, failing_for))
         return notices
 
     # -- views ---------------------------------------------------------------------------------------
@@ -235,12 +251,13 @@ class ExecutorTracker:
             parts[-1] += f" ({record.pending_reason})" if "(" not in parts[-1] else ""
         return ", ".join(parts)
 
-    def stuck(self, now: float) -> list[dict[str, object]]:
+    def stuck(self, now: float, min_wait: float | None = None) -> list[dict[str, object]]:
+        wait = self._stuck_timeout if min_wait is None else min_wait
         out: list[dict[str, object]] = []
         for executor_id in sorted(self._pending):
             record = self._records[executor_id]
             since = record.pending_since if record.pending_since is not None else now
-            if record.pending_reason is not None and now - since >= self._stuck_timeout:
+            if record.pending_reason is not None and now - since >= wait:
                 out.append(
                     {
                         "executor_id": executor_id,

@@ -78,7 +78,7 @@ def build_pod_group(
     min_resources: Mapping[str, str],
     driver_pod: Obj | None,
 ) -> Obj:
-    """The PodGroup: template first, then our minMember, minResources, queue and priority on top."""
+    """The PodGroup: the template's minMember and minResources win when set; queue and priority override."""
     body: dict[str, Any] = (
         copy.deepcopy(load_template(settings.template_file)) if settings.template_file else {}
     )
