@@ -94,7 +94,25 @@ class _Queue:
         return sum(1 for _, _, e in self._heap if not e.cancelled)
 
 
-class ThreadScheduler:
+class _QueueScheduler:
+    """What both schedulers share: turning submit/schedule calls into queue entries."""
+
+    def submit(self, task: Task) -> Cancellable:
+        return self._add(0.0, task, None)
+
+    def schedule(self, delay: float, task: Task) -> Cancellable:
+        return self._add(delay, task, None)
+
+    def schedule_with_fixed_delay(self, initial_delay: float, delay: float, task: Task) -> Cancellable:
+        if delay <= 0:
+            raise ValueError(f"a periodic task needs a positive delay, got {delay}")
+        return self._add(initial_delay, task, delay)
+
+    def _add(self, delay: float, task: Task, period: float | None) -> Cancellable:
+        raise NotImplementedError
+
+
+class ThreadScheduler(_QueueScheduler):
     """A scheduled executor on ``threads`` daemon threads named ``name-N``."""
 
     def __init__(self, name: str, threads: int = 1, clock: Clock | None = None) -> None:
@@ -109,17 +127,6 @@ class ThreadScheduler:
         ]
         for thread in self._threads:
             thread.start()
-
-    def submit(self, task: Task) -> Cancellable:
-        return self._add(0.0, task, None)
-
-    def schedule(self, delay: float, task: Task) -> Cancellable:
-        return self._add(delay, task, None)
-
-    def schedule_with_fixed_delay(self, initial_delay: float, delay: float, task: Task) -> Cancellable:
-        if delay <= 0:
-            raise ValueError(f"a periodic task needs a positive delay, got {delay}")
-        return self._add(initial_delay, task, delay)
 
     def _add(self, delay: float, task: Task, period: float | None) -> Cancellable:
         entry = _Entry(task, period)
@@ -162,7 +169,7 @@ class ThreadScheduler:
                 thread.join(timeout)
 
 
-class DeterministicScheduler:
+class DeterministicScheduler(_QueueScheduler):
     """A scheduler for tests: tasks run on the caller's thread when the manual clock reaches them.
 
     ``submit``-ted tasks run at the next :meth:`run_until_idle` or :meth:`advance`.
@@ -173,17 +180,6 @@ class DeterministicScheduler:
         self._queue = _Queue()
         self._stopped = False
         self._lock = threading.RLock()
-
-    def submit(self, task: Task) -> Cancellable:
-        return self._add(0.0, task, None)
-
-    def schedule(self, delay: float, task: Task) -> Cancellable:
-        return self._add(delay, task, None)
-
-    def schedule_with_fixed_delay(self, initial_delay: float, delay: float, task: Task) -> Cancellable:
-        if delay <= 0:
-            raise ValueError(f"a periodic task needs a positive delay, got {delay}")
-        return self._add(initial_delay, task, delay)
 
     def _add(self, delay: float, task: Task, period: float | None) -> Cancellable:
         entry = _Entry(task, period)
