@@ -11,15 +11,14 @@ import argparse
 import time
 from typing import Any
 
-from k8s_backend.pods.builder import ExecutorPodBuilder
-from k8s_backend.testing.fake import FakeKubernetes
-
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.lifecycle.decisions import LifecycleDecider
+from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
+from k8s_backend.testing.fake import FakeKubernetes
 
 APP = "spark-bench"
 

@@ -97,7 +97,8 @@ class JvmDriverEndpoint:
 class PythonBackendCallbacks:
     """The Py4J callback object behind the JVM's ``PythonBackend`` interface.
 
-    ``on_stopped`` runs on the bridge thread after the backend stopped (e.g. stop a local cluster).
+    Method names are the Java interface's. ``on_stopped`` runs on the bridge thread after the backend
+    stopped (e.g. to stop a local cluster).
     """
 
     class Java:

@@ -24,8 +24,13 @@ _WRAPPED = "__k8s_backend_wrapped__"
 
 
 def install() -> None:
-    """Wrap pyspark's gateway launch (idempotent)."""
-    context = _context_module()
+    """Wrap pyspark's gateway launch (idempotent). Does nothing on a pyspark without ``pyspark.core``
+    (before 4.0), where :func:`k8s_backend.spark.session` explains what to install."""
+    try:
+        context = _context_module()
+    except ImportError:
+        log.debug("pyspark.core.context not found: the pyk8s:// builder hook is not installed")
+        return
 
     original: Any = context.launch_gateway
     if getattr(original, _WRAPPED, None) is not None:
@@ -44,7 +49,10 @@ def install() -> None:
 
 def uninstall() -> None:
     """Put pyspark's own ``launch_gateway`` back."""
-    context = _context_module()
+    try:
+        context = _context_module()
+    except ImportError:
+        return
 
     original = getattr(context.launch_gateway, _WRAPPED, None)
     if original is not None:
@@ -52,8 +60,10 @@ def uninstall() -> None:
 
 
 def is_installed() -> bool:
-    context = _context_module()
-
+    try:
+        context = _context_module()
+    except ImportError:
+        return False
     return getattr(context.launch_gateway, _WRAPPED, None) is not None
 
 

@@ -42,8 +42,10 @@ def session(
         ``KubernetesClusterSchedulerBackend.create``); for tests and alternative backends.
 
     Stop it with ``spark.stop()``: that deletes the executor pods (and stops a local cluster). Raises
-    :class:`k8s_backend.ConfigError` for bad properties, before anything is created on the cluster.
+    :class:`k8s_backend.ConfigError` for bad properties, before anything is created on the cluster, and
+    :class:`k8s_backend.spark.UnsupportedPysparkError` for a pyspark other than 4.x.
     """
+    installed_pyspark()
     from pyspark.core.context import SparkContext
     from pyspark.sql import SparkSession
 
@@ -87,13 +89,13 @@ def prepare(
     ``default_master`` the master and ``conf`` become the JVM's defaults, as spark-submit's would: a
     plain ``SparkSession.builder.getOrCreate()`` then creates a context with k8s_backend's backend.
     """
+    installed_pyspark()  # a clear error for an unsupported pyspark before anything starts
     from pyspark.core.context import SparkContext
 
     parse_master(master)  # fail early on a malformed URL
     properties = with_master_defaults(master, dict(conf or {}))
     with SparkContext._lock:
         if SparkContext._gateway is None:
-            installed_pyspark()  # a clear error for an unsupported pyspark before any JVM starts
             SparkContext._ensure_initialized(gateway=launch(properties, bridge_jar()))
         gateway = SparkContext._gateway
     factory = BackendFactory(create_backend)
