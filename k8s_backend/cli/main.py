@@ -1,34 +1,82 @@
-"""The ``k8s-backend`` console command."""
+"""The ``k8s-backend`` console command: ``submit``, ``status``, ``kill``, ``list``, ``gc`` and ``local``.
+
+``submit`` takes spark-submit's arguments exactly as typed (options before the application file,
+everything after it is the application's), so it is parsed by its own parser rather than argparse.
+Errors are reported in one line; bad input exits with code 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from k8s_backend.cli import local
+from k8s_backend.cli import app_commands, local
+from k8s_backend.cli.deps import Dependencies, version
+from k8s_backend.cli.errors import CliError
+from k8s_backend.errors import ConfigError
+
+SUBMIT = "submit"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line: one subcommand per tool."""
+    """The command line: one subcommand per tool (``submit`` is listed here, parsed by its own parser)."""
     parser = argparse.ArgumentParser(
         prog="k8s-backend",
-        description="Tools around k8s_backend, the Python Kubernetes scheduler backend for Spark.",
+        description="Run and manage Spark applications whose executors k8s_backend manages on Kubernetes.",
     )
+    parser.add_argument("--version", action="version", version=f"k8s-backend {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.add_parser(
+        SUBMIT,
+        help="run a Python Spark application (spark-submit's arguments; see `k8s-backend submit --help`)",
+        add_help=False,
+    )
+    app_commands.add_parsers(subparsers)
     local.add_parser(subparsers)
     return parser
 
 
+def run(argv: Sequence[str], deps: Dependencies) -> int:
+    """Run the command with explicit dependencies; returns the exit code."""
+    args = list(argv)
+    try:
+        if args and args[0] == SUBMIT:
+            from k8s_backend.cli.submit import submit_command
+
+            return submit_command(args[1:], deps)
+        parser = build_parser()
+        namespace = parser.parse_args(args)
+        handler: app_commands.Handler | None = getattr(namespace, "handler", None)
+        if handler is not None:
+            return handler(namespace, deps)
+        func = getattr(namespace, "func", None)  # `local` uses argparse's func convention
+        if func is None:
+            parser.print_help()
+            return 2
+        result: int = func(namespace)
+        return result
+    except CliError as error:
+        deps.console.error(error.message)
+        return error.exit_code
+    except ConfigError as error:  # a setting read after the first checks (e.g. while connecting)
+        deps.console.error(str(error))
+        return 2
+    except KeyboardInterrupt:
+        deps.console.info("interrupted")
+        return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``k8s-backend`` with ``argv`` (default: the process arguments); returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
-    if func is None:
-        parser.print_help()
-        return 2
-    return func(args)
+    args = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in args or "-v" in args
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return run(args, Dependencies())
 
 
 if __name__ == "__main__":

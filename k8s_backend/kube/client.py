@@ -14,7 +14,7 @@ import json
 import logging
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -24,6 +24,7 @@ from k8s_backend.conf.model import ApiClientConf
 from k8s_backend.kube.config import build_client_settings
 from k8s_backend.kube.port import (
     MERGE_PATCH,
+    PODS,
     ApiConnectionError,
     ApiError,
     BadRequestError,
@@ -169,6 +170,30 @@ class OfficialKubernetesApi:
         with self._lock:
             self._watches.add(stream)
         return stream
+
+    def pod_log(
+        self, namespace: str, name: str, *, container: str = "", follow: bool = True
+    ) -> Iterator[str]:
+        """The lines of a container's log (``pods/{name}/log``), following it while the pod runs."""
+        query = {"follow": "true" if follow else "false"}
+        if container:
+            query["container"] = container
+        path = PODS.path(namespace, name) + "/log"
+        timeout = urllib3.Timeout(connect=self._connection_timeout, read=self._watch_idle_timeout)
+        response = self._retry.call(
+            lambda: self._open("GET", path, query, None, None, timeout), verb="GET", path=path
+        )
+        try:
+            pending = b""
+            for chunk in response.stream(65536, decode_content=True):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", "replace")
+            if pending:
+                yield pending.decode("utf-8", "replace")
+        finally:
+            response.release_conn()
 
     def patch(
         self,

@@ -343,6 +343,17 @@ def test_watch_reads_events_line_by_line(script: tuple[Script, str], api: Offici
     }
 
 
+def test_pod_log_streams_lines_of_the_container_log(
+    script: tuple[Script, str], api: OfficialKubernetesApi
+) -> None:
+    s, _ = script
+    s.stream([b"first li", b"ne\nsecond line\n", b"last"])
+    lines = list(api.pod_log("ns", "driver", container="spark-kubernetes-driver"))
+    assert lines == ["first line", "second line", "last"]
+    assert s.seen[0].path == "/api/v1/namespaces/ns/pods/driver/log"
+    assert s.seen[0].query == {"follow": "true", "container": "spark-kubernetes-driver"}
+
+
 def test_watch_error_event_raises_gone(script: tuple[Script, str], api: OfficialKubernetesApi) -> None:
     s, _ = script
     status = {

@@ -1,0 +1,208 @@
+"""The ``status``, ``kill``, ``list`` and ``gc`` subcommands: their options and what they run."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from k8s_backend.cli.apps import (
+    Application,
+    all_applications,
+    find_applications,
+    kill_applications,
+    parse_app_ref,
+    show_list,
+    show_status,
+)
+from k8s_backend.cli.cluster_api import Connection, Permission, preflight
+from k8s_backend.cli.deps import Dependencies
+from k8s_backend.cli.errors import CliError, UsageError, explain_api_error
+from k8s_backend.cli.gc import collect_garbage
+from k8s_backend.cli.options import Target, add_cluster_options, connect_target
+from k8s_backend.conf import keys
+from k8s_backend.errors import ConfigError
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SERVICES, ApiError
+
+Handler = Callable[[argparse.Namespace, Dependencies], int]
+GRACE_KEY = "spark.kubernetes.appKillPodDeletionGracePeriod"
+
+
+def add_parsers(subparsers: Any) -> None:
+    """Add ``status``, ``kill``, ``list`` and ``gc`` to an argparse subparsers object."""
+    status = subparsers.add_parser(
+        "status",
+        help="show applications: driver state and executors",
+        description="Show applications by submission id NAMESPACE:DRIVER_POD (a glob is allowed, as in "
+        "spark-submit --status) or by application id.",
+    )
+    status.add_argument("ids", nargs="+", metavar="ID", help="NAMESPACE:DRIVER_POD, DRIVER_POD or APP_ID")
+    _common(status)
+    status.set_defaults(handler=status_command)
+
+    kill = subparsers.add_parser(
+        "kill",
+        help="stop applications: delete their driver pod and executor pods",
+        description="Stop cluster-mode applications: delete the driver pod (its Service and ConfigMap go "
+        "with it) and the executor pods, then wait until they are gone.",
+    )
+    kill.add_argument("ids", nargs="+", metavar="ID", help="NAMESPACE:DRIVER_POD, DRIVER_POD or APP_ID")
+    kill.add_argument(
+        "--grace-period",
+        type=int,
+        default=None,
+        help=f"seconds pods get to stop (default: {GRACE_KEY}, else the pods' own)",
+    )
+    kill.add_argument("--no-wait", action="store_true", help="return once the deletions are requested")
+    kill.add_argument("--timeout", type=float, default=60.0, help="how long to wait for the pods to go (s)")
+    _common(kill)
+    kill.set_defaults(handler=kill_command)
+
+    listing = subparsers.add_parser("list", help="list applications (driver pods and client-mode executors)")
+    listing.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    _common(listing)
+    listing.set_defaults(handler=list_command)
+
+    gc = subparsers.add_parser(
+        "gc",
+        help="delete leftovers (executor pods, config maps, services, PVCs) of apps whose driver is gone",
+        description="Delete the executor pods, ConfigMaps, Services and PVCs of applications whose driver "
+        "pod is gone. Applications that still have a driver pod are never touched. Objects of client-mode "
+        "applications (no driver pod known) are kept unless --all-orphans is given, and even then not while "
+        "an executor pod is Pending or Running.",
+    )
+    gc.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    gc.add_argument("--dry-run", action="store_true", help="only print what would be deleted")
+    gc.add_argument(
+        "--all-orphans",
+        action="store_true",
+        help="also delete objects of apps with no known driver pod (client mode) and no running executor",
+    )
+    _common(gc)
+    gc.set_defaults(handler=gc_command)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-l", "--selector", default="", help="extra label selector, e.g. team=data")
+    add_cluster_options(parser)
+
+
+def _run(
+    args: argparse.Namespace,
+    deps: Dependencies,
+    body: Callable[[Target], int],
+    *,
+    verb: str = "list",
+    resource: str = "pods",
+) -> int:
+    """Connect, run ``body``, and explain an API failure (naming ``verb`` and ``resource``)."""
+    target = connect_target(args, deps.environ, deps.connect)
+    try:
+        return body(target)
+    except ApiError as error:
+        raise _explain(error, target.connection, target.namespace, verb, resource) from None
+    finally:
+        target.connection.api.close()
+
+
+def _explain(
+    error: ApiError, connection: Connection, namespace: str | None, verb: str, resource: str
+) -> CliError:
+    return explain_api_error(error, connection.endpoint, verb=verb, resource=resource, namespace=namespace)
+
+
+def _find(target: Target, ids: list[str], selector: str) -> list[Application]:
+    apps: list[Application] = []
+    for text in ids:
+        try:
+            namespace, pattern = parse_app_ref(text, target.namespace)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        preflight(target.connection, namespace)
+        found = find_applications(target.connection.api, namespace, pattern, selector)
+        if not found:
+            raise CliError(f"no application matches {text!r} in namespace {namespace}")
+        apps.extend(found)
+    return apps
+
+
+def status_command(args: argparse.Namespace, deps: Dependencies) -> int:
+    def body(target: Target) -> int:
+        show_status(_find(target, args.ids, args.selector), deps.console, deps.wall_clock())
+        return 0
+
+    return _run(args, deps, body)
+
+
+def _grace_period(args: argparse.Namespace, target: Target) -> int | None:
+    if args.grace_period is not None:
+        if args.grace_period < 0:
+            raise UsageError(f"--grace-period {args.grace_period}: must be 0 or more seconds")
+        return int(args.grace_period)
+    raw = target.properties.get(GRACE_KEY)
+    if raw is None:
+        return None
+    try:
+        return int(keys.key(GRACE_KEY).convert(raw))
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+
+
+def kill_command(args: argparse.Namespace, deps: Dependencies) -> int:
+    def body(target: Target) -> int:
+        grace = _grace_period(args, target)
+        apps = _find(target, args.ids, args.selector)
+        for app in apps:
+            if app.driver is None:
+                raise CliError(
+                    f"application {app.app_id} has no driver pod in namespace {app.namespace}: its driver "
+                    "runs outside the cluster (client mode). Stop it where it runs; its executors are then "
+                    "removed"
+                )
+        needs = [Permission("delete", PODS), Permission("deletecollection", PODS)]
+        for namespace in sorted({app.namespace for app in apps}):
+            preflight(target.connection, namespace, needs)
+        result = kill_applications(
+            target.connection.api,
+            apps,
+            deps.console,
+            grace_period=grace,
+            wait=not args.no_wait,
+            timeout=args.timeout,
+            sleep=deps.sleep,
+            clock=deps.clock,
+        )
+        return 1 if result.remaining else 0
+
+    return _run(args, deps, body, verb="delete")
+
+
+def list_command(args: argparse.Namespace, deps: Dependencies) -> int:
+    def body(target: Target) -> int:
+        namespace = None if args.all_namespaces else target.namespace
+        preflight(target.connection, namespace)
+        apps = all_applications(target.connection.api, namespace, args.selector)
+        show_list(apps, deps.console, deps.wall_clock())
+        return 0
+
+    return _run(args, deps, body)
+
+
+def gc_command(args: argparse.Namespace, deps: Dependencies) -> int:
+    def body(target: Target) -> int:
+        namespace = None if args.all_namespaces else target.namespace
+        preflight(target.connection, namespace)
+        if not args.dry_run:
+            needs = [Permission("delete", kind) for kind in (PODS, SERVICES, CONFIG_MAPS, PVCS)]
+            preflight(target.connection, namespace, needs)
+        collect_garbage(
+            target.connection.api,
+            namespace,
+            deps.console,
+            dry_run=args.dry_run,
+            all_orphans=args.all_orphans,
+            selector=args.selector,
+        )
+        return 0
+
+    return _run(args, deps, body, verb="list or delete", resource="pods, services, configmaps or PVCs")

@@ -1,0 +1,155 @@
+"""Reaching the API server from the command line: which server and credentials, and a preflight.
+
+The submission side reads Spark's submission settings: ``spark.master`` names the server (not
+``spark.kubernetes.driver.master``, which is the driver's), credentials come from
+``spark.kubernetes.authenticate.submission.*`` when any is set, and timeouts from
+``spark.kubernetes.submission.*Timeout``. The preflight makes one cheap read (a LIST of driver pods)
+and asks the server, with SelfSubjectAccessReviews, whether the verbs the command needs are allowed,
+so that an unreachable server, bad credentials or a missing permission are reported before anything
+is created.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+import attrs
+
+from k8s_backend.cli.errors import ApiEndpoint, UsageError, explain_api_error, permission_error
+from k8s_backend.cli.submission import to_kubernetes_conf
+from k8s_backend.conf import keys
+from k8s_backend.conf.keys_driver import AUTH_PREFIXES, AUTH_SUFFIXES
+from k8s_backend.conf.model import ApiClientConf
+from k8s_backend.errors import ConfigError
+from k8s_backend.kube.port import PODS, ApiError, KubernetesApi, Resource
+from k8s_backend.kube.retry import RetryPolicy
+
+log = logging.getLogger(__name__)
+
+SUBMISSION_AUTH = "spark.kubernetes.authenticate.submission."
+ACCESS_REVIEWS = Resource(
+    "SelfSubjectAccessReview", "selfsubjectaccessreviews", group="authorization.k8s.io", namespaced=False
+)
+
+
+@attrs.frozen
+class Permission:
+    """One verb on one resource kind (``("create", PODS)``), as RBAC names them."""
+
+    verb: str
+    resource: Resource
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.resource.plural}"
+
+
+@attrs.frozen
+class Connection:
+    """An API client and a description of the server it talks to."""
+
+    api: KubernetesApi
+    endpoint: ApiEndpoint
+
+
+Connector = Callable[[ApiClientConf, str], Connection]
+"""Builds a :class:`Connection` from client settings and the default namespace (injectable in tests)."""
+
+
+def submission_api_conf(properties: Mapping[str, str]) -> ApiClientConf:
+    """The client settings spark-submit would use to submit (see the module doc)."""
+    props = {k: v for k, v in properties.items() if k != "spark.kubernetes.driver.master"}
+    if any(k.startswith(SUBMISSION_AUTH) for k in props):
+        other = [p for p in AUTH_PREFIXES if p != SUBMISSION_AUTH]
+        props = {k: v for k, v in props.items() if not any(k == p + s for p in other for s in AUTH_SUFFIXES)}
+    api = to_kubernetes_conf(props).api
+    timeouts = {}
+    for field, key in (
+        ("request_timeout", "spark.kubernetes.submission.requestTimeout"),
+        ("connection_timeout", "spark.kubernetes.submission.connectionTimeout"),
+    ):
+        if key in props:
+            try:
+                timeouts[field] = keys.key(key).convert(props[key])
+            except ConfigError as error:
+                raise UsageError(str(error)) from None
+    return attrs.evolve(api, **timeouts)
+
+
+def official_connector(
+    *, environ: Mapping[str, str] | None = None, retry: RetryPolicy | None = None
+) -> Connector:
+    """A :data:`Connector` for the real adapter (official client); ``environ`` and ``retry`` default to
+    the process environment and the adapter's policy (tests pass their own)."""
+
+    def connect(api_conf: ApiClientConf, namespace: str) -> Connection:
+        from k8s_backend.kube.client import OfficialKubernetesApi
+        from k8s_backend.kube.config import build_client_settings
+
+        try:
+            settings = build_client_settings(api_conf, environ=environ)
+            api = OfficialKubernetesApi.from_conf(
+                api_conf, namespace_default=namespace, retry=retry, environ=environ
+            )
+        except ConfigError as error:
+            raise UsageError(str(error)) from None
+        return Connection(api, ApiEndpoint(settings.host, settings.source))
+
+    return connect
+
+
+official_connection: Connector = official_connector()
+"""The real adapter, configured from the process environment."""
+
+
+def preflight(connection: Connection, namespace: str | None, needs: Sequence[Permission] = ()) -> None:
+    """Fail with a usage error unless the server answers and allows ``needs`` in ``namespace``.
+
+    The read shows connectivity and credentials (and the LIST permission on pods); the access
+    reviews show the rest. A server that cannot answer access reviews is trusted: the verbs are then
+    checked when they are used.
+    """
+    try:
+        connection.api.list(PODS, namespace, label_selector="spark-role=driver,spark-app-selector=preflight")
+    except ApiError as error:
+        raise explain_api_error(
+            error, connection.endpoint, verb="list", resource="pods", namespace=namespace
+        ) from None
+    for need in needs:
+        allowed, reason = access_review(connection.api, need, namespace)
+        if allowed is False:
+            raise permission_error(need.verb, need.resource.plural, namespace, reason)
+
+
+def access_review(api: KubernetesApi, need: Permission, namespace: str | None) -> tuple[bool | None, str]:
+    """Whether the caller may do ``need`` (None when the server cannot tell), and the server's reason."""
+    attributes: dict[str, str] = {"verb": need.verb, "resource": need.resource.plural}
+    if need.resource.group:
+        attributes["group"] = need.resource.group
+    if namespace is not None:
+        attributes["namespace"] = namespace
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    try:
+        answer = api.create(ACCESS_REVIEWS, None, body)
+    except ApiError as error:
+        log.debug("access review of %s not available: %s", need, error)
+        return None, ""
+    status = answer.get("status") or {}
+    if "allowed" not in status:
+        return None, ""
+    if status.get("allowed"):
+        return True, ""
+    return False, str(status.get("reason") or "")
+
+
+def describe_failure(
+    error: ApiError, connection: Connection, *, verb: str, resource: str, namespace: str | None
+) -> str:
+    """A one-line explanation of an API failure during the command."""
+    return explain_api_error(
+        error, connection.endpoint, verb=verb, resource=resource, namespace=namespace
+    ).message

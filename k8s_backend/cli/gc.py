@@ -1,0 +1,180 @@
+"""``k8s-backend gc``: delete what applications whose driver is gone left behind.
+
+Candidates are the objects labelled ``spark-app-selector``: executor pods, ConfigMaps, Services and
+PVCs. They are judged per application, and the rule is safe by default: nothing of a running
+application is deleted.
+
+1. An application that still has a driver pod (``spark-role=driver``) is alive, whatever its phase:
+   its objects go with that pod when it is deleted. Nothing is touched.
+2. An application whose objects name a driver pod (an owner reference to a pod, or the
+   ``k8s-backend.io/driver-pod`` annotation cluster mode puts on them) is gone when that pod no
+   longer exists (same uid, or same name and application id): all its objects are deleted.
+3. An application with no trace of a driver pod ran its driver outside the cluster (client mode).
+   Whether that driver is alive cannot be seen from here, so its objects are kept, unless
+   ``--all-orphans`` is given; even then an application with a Pending or Running executor pod is
+   kept (stop it where its driver runs, or with ``k8s-backend kill``).
+
+Objects already being deleted are left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from k8s_backend.cli.console import Console
+from k8s_backend.cli.driver_pod import DRIVER_POD_ANNOTATION
+from k8s_backend.kube.port import (
+    CONFIG_MAPS,
+    PODS,
+    PVCS,
+    SERVICES,
+    KubernetesApi,
+    NotFoundError,
+    Obj,
+    Resource,
+)
+from k8s_backend.pods.constants import DRIVER_ROLE, SPARK_APP_ID_LABEL, SPARK_ROLE_LABEL
+
+KINDS: tuple[Resource, ...] = (PODS, SERVICES, CONFIG_MAPS, PVCS)
+
+
+@attrs.frozen
+class Leftover:
+    """One object of an application."""
+
+    resource: Resource
+    namespace: str
+    name: str
+    obj: Obj
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict((self.obj.get("metadata") or {}).get("labels") or {})
+
+    def describe(self) -> str:
+        return f"{self.resource.kind.lower()} {self.namespace}/{self.name}"
+
+
+@attrs.frozen
+class Verdict:
+    """What gc decided for one application, and why."""
+
+    namespace: str
+    app_id: str
+    delete: bool
+    reason: str
+    objects: tuple[Leftover, ...]
+
+
+def collect(
+    api: KubernetesApi, namespace: str | None, selector: str = ""
+) -> dict[tuple[str, str], list[Leftover]]:
+    """Every labelled object, grouped by (namespace, application id)."""
+    groups: dict[tuple[str, str], list[Leftover]] = {}
+    label_selector = ",".join(s for s in (SPARK_APP_ID_LABEL, selector) if s)
+    for resource in KINDS:
+        for obj in api.list(resource, namespace, label_selector=label_selector).items:
+            meta = obj.get("metadata") or {}
+            ns = str(meta.get("namespace") or namespace or "")
+            app_id = str((meta.get("labels") or {}).get(SPARK_APP_ID_LABEL, ""))
+            groups.setdefault((ns, app_id), []).append(Leftover(resource, ns, str(meta.get("name")), obj))
+    return groups
+
+
+def _owner_pods(objects: Iterable[Leftover]) -> set[tuple[str, str]]:
+    """(name, uid) of pods named as owners; uid "" for pods named by the annotation."""
+    owners: set[tuple[str, str]] = set()
+    for item in objects:
+        meta = item.obj.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("kind") == "Pod" and ref.get("name"):
+                owners.add((str(ref["name"]), str(ref.get("uid") or "")))
+        annotated = (meta.get("annotations") or {}).get(DRIVER_POD_ANNOTATION)
+        if annotated:
+            owners.add((str(annotated), ""))
+    return owners
+
+
+def _pod_exists(api: KubernetesApi, namespace: str, name: str, uid: str, app_id: str) -> bool:
+    try:
+        pod = api.get(PODS, namespace, name)
+    except NotFoundError:
+        return False
+    meta = pod.get("metadata") or {}
+    if uid:
+        return str(meta.get("uid")) == uid
+    return (meta.get("labels") or {}).get(SPARK_APP_ID_LABEL) == app_id
+
+
+def _has_live_executor(objects: Iterable[Leftover]) -> bool:
+    return any(
+        item.resource == PODS
+        and not (item.obj.get("metadata") or {}).get("deletionTimestamp")
+        and ((item.obj.get("status") or {}).get("phase") or "Pending") in ("Pending", "Running")
+        for item in objects
+    )
+
+
+def judge(
+    api: KubernetesApi, namespace: str, app_id: str, objects: Sequence[Leftover], *, all_orphans: bool
+) -> Verdict:
+    """Apply the module's rules to one application's objects."""
+    live = tuple(o for o in objects if not (o.obj.get("metadata") or {}).get("deletionTimestamp"))
+
+    def verdict(delete: bool, reason: str) -> Verdict:
+        return Verdict(namespace, app_id, delete, reason, live if delete else ())
+
+    drivers = [o for o in objects if o.resource == PODS and o.labels.get(SPARK_ROLE_LABEL) == DRIVER_ROLE]
+    if drivers:
+        return verdict(False, f"its driver pod {drivers[0].name} exists")
+    owners = _owner_pods(objects)
+    if owners:
+        alive = [name for name, uid in sorted(owners) if _pod_exists(api, namespace, name, uid, app_id)]
+        if alive:
+            return verdict(False, f"its driver pod {alive[0]} exists")
+        return verdict(True, f"its driver pod {sorted(owners)[0][0]} is gone")
+    if not all_orphans:
+        return verdict(False, "no driver pod is known (client mode?): kept; --all-orphans deletes it")
+    if _has_live_executor(objects):
+        return verdict(False, "it has Pending or Running executor pods: kept")
+    return verdict(True, "no driver pod is known and no executor runs (--all-orphans)")
+
+
+def collect_garbage(
+    api: KubernetesApi,
+    namespace: str | None,
+    console: Console,
+    *,
+    dry_run: bool = False,
+    all_orphans: bool = False,
+    selector: str = "",
+) -> list[Verdict]:
+    """Judge every application found, delete what rule 2 (or 3 with ``all_orphans``) allows; report."""
+    verdicts = [
+        judge(api, ns, app_id, objects, all_orphans=all_orphans)
+        for (ns, app_id), objects in sorted(collect(api, namespace, selector).items())
+    ]
+    deleted = 0
+    for verdict in verdicts:
+        if not verdict.delete:
+            console.info(f"keep application {verdict.app_id} in {verdict.namespace}: {verdict.reason}")
+            continue
+        console.info(f"application {verdict.app_id} in {verdict.namespace}: {verdict.reason}")
+        for item in verdict.objects:
+            if dry_run:
+                console.result(f"would delete {item.describe()}")
+                continue
+            try:
+                api.delete(item.resource, item.namespace, item.name)
+            except NotFoundError:
+                continue
+            deleted += 1
+            console.result(f"deleted {item.describe()}")
+    doomed = sum(len(v.objects) for v in verdicts if v.delete)
+    if dry_run:
+        console.info(f"gc (dry run): {doomed} objects would be deleted")
+    else:
+        console.info(f"gc: {deleted} objects deleted")
+    return verdicts

@@ -1,0 +1,256 @@
+"""A checked submission: every argument and property validated before any API call.
+
+:func:`build_submission` turns :class:`SubmitArgs` into a :class:`Submission` or raises
+:class:`UsageError` naming the flag or key, the bad value and the fix (exit code 2, nothing created).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+import attrs
+
+from k8s_backend.cli.errors import UsageError
+from k8s_backend.cli.submit_args import MergedProperties, SubmitArgs, merge_properties
+from k8s_backend.conf import keys
+from k8s_backend.conf.frozen import FrozenDict, freeze
+from k8s_backend.conf.model import KubernetesConf
+from k8s_backend.errors import ConfigError
+
+MASTER_KEY = "spark.master"
+PYK8S = "pyk8s://"
+K8S = "k8s://"
+LOCAL_SCHEME = "local://"
+LOCAL_MASTER = "pyk8s://local"
+# Keys only spark-submit reads (the keys table passes them through unchecked): checked here.
+SUBMISSION_KEYS = (
+    "spark.kubernetes.submission.waitAppCompletion",
+    "spark.kubernetes.report.interval",
+    "spark.kubernetes.submission.requestTimeout",
+    "spark.kubernetes.submission.connectionTimeout",
+    "spark.kubernetes.appKillPodDeletionGracePeriod",
+    "spark.kubernetes.driver.request.cores",
+    "spark.kubernetes.driver.limit.cores",
+)
+JVM_SUFFIXES = (".jar", ".r", ".R")
+DEFAULT_DRIVER_COMMAND = ("k8s-backend",)
+
+
+class MasterKind(enum.Enum):
+    """Which API server: a URL, the kubeconfig / in-cluster default, or an embedded local cluster."""
+
+    URL = "url"
+    DEFAULT = "default"
+    LOCAL = "local"
+
+
+@attrs.frozen
+class Submission:
+    """What to run and how, all checked."""
+
+    properties: FrozenDict = attrs.field(converter=freeze)
+    conf: KubernetesConf
+    master: str  # always pyk8s://...
+    master_kind: MasterKind
+    deploy_mode: str
+    app: str  # as given (a local path, file:// or local:// URI)
+    app_args: tuple[str, ...] = ()
+    wait: bool = True
+    follow_log: bool = False
+    verbose: bool = False
+    driver_command: tuple[str, ...] = DEFAULT_DRIVER_COMMAND
+    files_read: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def namespace(self) -> str:
+        return self.conf.namespace
+
+    @property
+    def app_name(self) -> str:
+        return self.conf.app_name
+
+
+def normalize_master(master: str | None) -> str:
+    """``pyk8s://...`` for a Kubernetes master (``k8s://`` is accepted as a synonym; none means
+    ``pyk8s://``, the kubeconfig or in-cluster configuration)."""
+    if master is None or not master.strip():
+        return PYK8S
+    text = master.strip()
+    if text.startswith(PYK8S):
+        return text
+    if text.startswith(K8S):
+        return PYK8S + text[len(K8S) :]
+    raise UsageError(
+        f"--master {master}: k8s-backend runs applications on Kubernetes; use pyk8s://https://HOST:PORT "
+        "(or k8s://https://HOST:PORT), pyk8s:// for your kubeconfig's cluster, or pyk8s://local for an "
+        "embedded local cluster"
+    )
+
+
+def master_kind(conf: KubernetesConf) -> MasterKind:
+    if conf.api.master == "local":
+        return MasterKind.LOCAL
+    return MasterKind.URL if conf.api.master else MasterKind.DEFAULT
+
+
+def to_kubernetes_conf(properties: Mapping[str, str]) -> KubernetesConf:
+    """Parse properties, turning a :class:`ConfigError` into a usage error with the same message."""
+    try:
+        return KubernetesConf.from_spark_conf(dict(properties))
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+
+
+def check_submission_keys(properties: Mapping[str, str]) -> None:
+    """Check the keys only spark-submit reads, with the keys table's own rules."""
+    for name in SUBMISSION_KEYS:
+        raw = properties.get(name)
+        if raw is None:
+            continue
+        try:
+            keys.key(name).convert(raw)
+        except ConfigError as error:
+            raise UsageError(str(error)) from None
+
+
+def build_submission(args: SubmitArgs, environ: Mapping[str, str]) -> Submission:
+    """Check ``args`` (and the files they name) and build the :class:`Submission`."""
+    if args.app is None:
+        raise UsageError(
+            "no application file: give the Python file to run after the options, e.g. "
+            "`k8s-backend submit --master pyk8s://local app.py ARGS`"
+        )
+    merged: MergedProperties = merge_properties(args, environ)
+    properties = dict(merged.properties)
+    master = normalize_master(properties.get(MASTER_KEY))
+    properties[MASTER_KEY] = master
+    conf = to_kubernetes_conf(properties)
+    kind = master_kind(conf)
+    deploy_mode = properties["spark.submit.deployMode"]
+    check_submission_keys(properties)
+    check_app_file(args.app, deploy_mode)
+    for flag, key in (("--py-files", "spark.submit.pyFiles"), ("--files", "spark.files")):
+        for entry in split_list(properties.get(key, "")):
+            check_dependency(flag, entry, deploy_mode)
+    if deploy_mode == "cluster":
+        check_cluster_jvm_files(properties)
+    if kind is not MasterKind.LOCAL:
+        require_images(conf, properties, deploy_mode)
+    wait = keys.key("spark.kubernetes.submission.waitAppCompletion").convert(
+        properties.get("spark.kubernetes.submission.waitAppCompletion", "true")
+    )
+    warnings = list(merged.warnings)
+    if kind is MasterKind.LOCAL and deploy_mode == "cluster" and not wait:
+        warnings.append(
+            "spark.kubernetes.submission.waitAppCompletion=false is ignored with pyk8s://local: the "
+            "embedded cluster lives only as long as this command, so it waits for the application"
+        )
+        wait = True
+    return Submission(
+        properties=properties,
+        conf=conf,
+        master=master,
+        master_kind=kind,
+        deploy_mode=deploy_mode,
+        app=args.app,
+        app_args=args.app_args,
+        wait=bool(wait),
+        follow_log=args.has("--follow-log"),
+        verbose=args.verbose,
+        driver_command=driver_command(args.driver_command),
+        files_read=merged.files_read,
+        warnings=tuple(warnings),
+    )
+
+
+def driver_command(text: str | None) -> tuple[str, ...]:
+    """The command that starts ``k8s-backend`` inside the driver container (``--driver-command``)."""
+    if text is None:
+        return DEFAULT_DRIVER_COMMAND
+    import shlex
+
+    parts = tuple(shlex.split(text))
+    if not parts:
+        raise UsageError("--driver-command is empty; e.g. --driver-command 'python3 -m k8s_backend.cli.main'")
+    return parts
+
+
+def split_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def local_path(uri: str) -> str | None:
+    """The local file a path or ``file://`` URI names; None for ``local://`` and remote URIs."""
+    if uri.startswith(LOCAL_SCHEME):
+        return None
+    parts = urlsplit(uri)
+    if parts.scheme == "file":
+        return parts.path
+    if parts.scheme and len(parts.scheme) > 1:  # one letter: a Windows drive
+        return None
+    return uri
+
+
+def check_app_file(app: str, deploy_mode: str) -> None:
+    """The application must be a Python file that exists (or a ``local://`` path in the image)."""
+    if app.endswith(JVM_SUFFIXES):
+        raise UsageError(
+            f"application {app}: k8s-backend submit runs Python applications (a .py file); use "
+            "spark-submit for JVM and R applications"
+        )
+    check_dependency("application file", app, deploy_mode)
+
+
+def check_dependency(what: str, uri: str, deploy_mode: str) -> None:
+    """A file the application needs: local and existing, or ``local://`` (a path inside the image)."""
+    if uri.startswith(LOCAL_SCHEME):
+        if deploy_mode == "client" and not os.path.isfile(uri[len(LOCAL_SCHEME) :]):
+            raise UsageError(f"{what} {uri}: {uri[len(LOCAL_SCHEME) :]} does not exist on this machine")
+        return
+    path = local_path(uri)
+    if path is None:
+        raise UsageError(
+            f"{what} {uri}: only local files and local:// paths (files already in the image) are "
+            "supported; download the file first"
+        )
+    if not os.path.exists(path):
+        raise UsageError(f"{what} {uri}: no such file")
+    if not os.path.isfile(path):
+        raise UsageError(f"{what} {uri}: not a regular file")
+
+
+def check_cluster_jvm_files(properties: Mapping[str, str]) -> None:
+    """``--jars``/``--archives`` are not shipped in cluster mode: local files would be missing in the pod."""
+    for flag, key in (("--jars", "spark.jars"), ("--archives", "spark.archives")):
+        for entry in split_list(properties.get(key, "")):
+            if not entry.startswith(LOCAL_SCHEME) and local_path(entry.split("#", 1)[0]) is not None:
+                raise UsageError(
+                    f"{flag} {entry}: in cluster mode, jars and archives are not shipped to the driver pod; "
+                    "put them in the image and pass local:///path/in/image, or give a remote URI"
+                )
+
+
+def require_images(conf: KubernetesConf, properties: Mapping[str, str], deploy_mode: str) -> None:
+    """Executors (and, in cluster mode, the driver) need an image; say which key sets it."""
+    if conf.executor.image is None:
+        raise UsageError(
+            "no executor image: set spark.kubernetes.container.image (or "
+            "spark.kubernetes.executor.container.image) to an image with Spark and Python, e.g. "
+            "--conf spark.kubernetes.container.image=apache/spark:4.0.0-python3"
+        )
+    if deploy_mode == "cluster" and not driver_image(properties):
+        raise UsageError(
+            "no driver image: cluster mode runs the driver in a pod; set "
+            "spark.kubernetes.driver.container.image (or spark.kubernetes.container.image) to an image "
+            "with Spark, Python and k8s_backend installed"
+        )
+
+
+def driver_image(properties: Mapping[str, str]) -> str | None:
+    return properties.get("spark.kubernetes.driver.container.image") or properties.get(
+        "spark.kubernetes.container.image"
+    )

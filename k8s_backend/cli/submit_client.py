@@ -1,0 +1,160 @@
+"""Client mode: run the application in this process, with k8s_backend managing its executors.
+
+The driver JVM is readied with the submission's properties as its defaults (what spark-submit's
+system properties do), so an unmodified script's ``SparkSession.builder.getOrCreate()`` gets a
+``pyk8s://`` context. The script runs as ``__main__`` with ``sys.argv`` set to its arguments and its
+directory and ``--py-files`` on ``sys.path``; ``--py-files`` and ``--files`` are shipped to executors
+as spark-submit ships them. The exit code is the script's (1 for an uncaught exception). A context the
+script left running is stopped, which deletes its executor pods.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import shutil
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Protocol
+
+from k8s_backend.cli.cluster_api import Connector, Permission, official_connection, preflight
+from k8s_backend.cli.console import Console
+from k8s_backend.cli.submission import LOCAL_SCHEME, MasterKind, Submission, local_path, split_list
+from k8s_backend.kube.port import CONFIG_MAPS, PODS
+
+
+class DriverRuntime(Protocol):
+    """Readies this process's Spark driver for a ``pyk8s://`` master, and stops what is left running."""
+
+    def prepare(self, master: str, properties: Mapping[str, str]) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class PySparkRuntime:
+    """The real runtime: :func:`k8s_backend.spark.prepare` and pyspark's active context."""
+
+    def prepare(self, master: str, properties: Mapping[str, str]) -> None:
+        from k8s_backend.spark import prepare
+
+        prepare(master, dict(properties))
+
+    def stop(self) -> None:
+        from pyspark.core.context import SparkContext
+
+        context = SparkContext._active_spark_context
+        if context is not None:
+            context.stop()
+
+
+def in_process_path(uri: str) -> str:
+    """The local path of an application file (``local://`` and ``file://`` stripped), absolute."""
+    path = uri[len(LOCAL_SCHEME) :] if uri.startswith(LOCAL_SCHEME) else (local_path(uri) or uri)
+    return os.path.abspath(path)
+
+
+def driver_properties(sub: Submission) -> dict[str, str]:
+    """The properties the driver starts with: files as absolute local paths, py-files shipped as files."""
+    properties = dict(sub.properties)
+    properties["spark.master"] = sub.master
+    properties["spark.submit.deployMode"] = "client"
+    py_files = [in_process_path(p) for p in split_list(properties.get("spark.submit.pyFiles", ""))]
+    files = [in_process_path(p) for p in split_list(properties.get("spark.files", ""))]
+    for key, values in (("spark.submit.pyFiles", py_files), ("spark.files", files + py_files)):
+        if values:
+            properties[key] = ",".join(dict.fromkeys(values))
+        else:
+            properties.pop(key, None)
+    return properties
+
+
+def client_needs(sub: Submission) -> list[Permission]:
+    needs = [Permission("create", PODS), Permission("watch", PODS), Permission("delete", PODS)]
+    if not sub.conf.executor.disable_config_map:
+        needs.append(Permission("create", CONFIG_MAPS))
+    return needs
+
+
+def check_cluster(sub: Submission, connect: Connector) -> None:
+    """Preflight with the settings the driver's backend will use (not for ``pyk8s://local``)."""
+    if sub.master_kind is MasterKind.LOCAL:
+        return
+    connection = connect(sub.conf.api, sub.namespace)
+    try:
+        preflight(connection, sub.namespace, client_needs(sub))
+    finally:
+        connection.api.close()
+
+
+def run_client(
+    sub: Submission,
+    console: Console,
+    *,
+    runtime: DriverRuntime | None = None,
+    connect: Connector = official_connection,
+) -> int:
+    """Run the application here; returns its exit code."""
+    check_cluster(sub, connect)
+    runtime = runtime or PySparkRuntime()
+    properties = driver_properties(sub)
+    app = in_process_path(sub.app)
+    py_files = split_list(properties.get("spark.submit.pyFiles", ""))
+    runtime.prepare(sub.master, properties)
+    try:
+        return run_script(app, sub.app_args, py_files, console)
+    finally:
+        runtime.stop()
+
+
+def run_script(app: str, args: Sequence[str], py_files: Sequence[str], console: Console) -> int:
+    """Run ``app`` as ``__main__`` (like ``python app ARGS``); returns the exit code it asked for."""
+    with _script_environment(app, args, py_files):
+        try:
+            runpy.run_path(app, run_name="__main__")
+        except SystemExit as done:
+            return exit_code(done.code, console)
+        except KeyboardInterrupt:
+            return 130
+        except BaseException:
+            traceback.print_exc()
+            return 1
+    return 0
+
+
+def exit_code(code: object, console: Console) -> int:
+    """``sys.exit``'s rules: None is 0, an int is itself, anything else is printed and means 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    console.info(str(code))
+    return 1
+
+
+@contextmanager
+def _script_environment(app: str, args: Sequence[str], py_files: Sequence[str]) -> Iterator[None]:
+    """``sys.argv`` and ``sys.path`` as ``python app`` with spark-submit's PYTHONPATH would have them.
+
+    A ``.py`` cannot be on ``sys.path`` itself: like spark-submit (SPARK-24384), such files are copied
+    into a directory of their own that goes on the path; archives go on the path as they are.
+    """
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    with tempfile.TemporaryDirectory(prefix="k8s-backend-py-files-") as copies:
+        entries = []
+        for path in py_files:
+            if path.endswith(".py"):
+                shutil.copy(path, copies)
+                if copies not in entries:
+                    entries.append(copies)
+            else:
+                entries.append(path)
+        sys.argv = [app, *args]
+        sys.path[:0] = [os.path.dirname(app), *entries]
+        try:
+            yield
+        finally:
+            sys.argv = saved_argv
+            sys.path[:] = saved_path

@@ -1,0 +1,344 @@
+"""Cluster mode: create the driver pod, its Service and ConfigMap, then watch the driver to its end.
+
+The order is Spark's (``Client.run``): everything is planned and checked first; after the preflight
+the pod is created, then the Service and the ConfigMap with the pod as their owner, so deleting the
+pod deletes them. Should a later step fail, what was created is deleted again. With
+``spark.kubernetes.submission.waitAppCompletion`` (default true) the command reports the driver's
+state changes and exits with its exit code.
+
+``pyk8s://local`` starts an embedded :class:`~k8s_backend.testing.LocalCluster` for the duration of
+the command: its kubelet runs the driver pod's container (``k8s-backend submit --deploy-mode client``)
+as a local process, whose executors are pods of the same cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from k8s_backend.cli import driver_files, driver_pod
+from k8s_backend.cli.cluster_api import (
+    SUBMISSION_AUTH,
+    Connection,
+    Connector,
+    Permission,
+    describe_failure,
+    official_connection,
+    preflight,
+    submission_api_conf,
+)
+from k8s_backend.cli.console import Console
+from k8s_backend.cli.driver_log import FileLogSource, LogFollower, LogSource, api_log_source
+from k8s_backend.cli.errors import ApiEndpoint, CliError, UsageError, explain_api_error
+from k8s_backend.cli.status_watch import DriverStatus, wait_for_driver
+from k8s_backend.cli.submission import K8S, PYK8S, MasterKind, Submission, split_list, to_kubernetes_conf
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, SERVICES, ApiError, NotFoundError, Obj, Resource
+from k8s_backend.pods.config_map import default_conf_dir
+from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
+from k8s_backend.pods.names import unique_id as new_unique_id
+
+log = logging.getLogger(__name__)
+
+IN_CLUSTER_MASTER = "pyk8s://https://kubernetes.default.svc"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+NEEDS = (
+    Permission("create", PODS),
+    Permission("create", SERVICES),
+    Permission("create", CONFIG_MAPS),
+    Permission("watch", PODS),
+    Permission("delete", PODS),
+)
+
+LocalClusterFactory = Callable[[], contextlib.AbstractContextManager[Any]]
+
+
+@attrs.frozen
+class ClusterPlan:
+    """Everything cluster mode creates, built and checked before any API call."""
+
+    names: driver_pod.DriverNames
+    pod: Obj
+    properties: dict[str, str]
+    data: dict[str, str]
+    binary: dict[str, str]
+
+    def service(self, created_pod: Obj) -> Obj:
+        return driver_pod.build_service(self.properties, self.names, created_pod)
+
+    def config_map(self, created_pod: Obj) -> Obj:
+        return driver_pod.build_config_map(self.names, created_pod, self.data, self.binary)
+
+
+def strip_scheme(master: str) -> str:
+    for scheme in (PYK8S, K8S):
+        if master.startswith(scheme):
+            return master[len(scheme) :]
+    return master
+
+
+def driver_master(sub: Submission, api_url: str, local_url: str | None = None) -> str:
+    """The master the driver inside the pod uses.
+
+    ``spark.kubernetes.driver.master`` if set; the local cluster's URL for ``pyk8s://local``; the same
+    URL when the API server is a plain-http loopback address (a ``k8s-backend local`` cluster, whose
+    "pods" run on this machine); else the in-cluster service, as Spark does.
+    """
+    explicit = sub.properties.get("spark.kubernetes.driver.master")
+    if explicit:
+        return PYK8S + strip_scheme(explicit.strip())
+    if local_url:
+        return PYK8S + local_url
+    parts = urlsplit(api_url)
+    if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
+        return PYK8S + api_url
+    return IN_CLUSTER_MASTER
+
+
+def plan_names(
+    sub: Submission, *, app_id: str | None = None, unique_id: str | None = None
+) -> driver_pod.DriverNames:
+    """Application id and object names (Spark's: ``<prefix>-driver``, ``<prefix>-driver-svc``,
+    ``spark-drv-<id>-conf-map``)."""
+    props = sub.properties
+    uid = unique_id or new_unique_id()
+    prefix = props.get("spark.kubernetes.driver.resourceNamePrefix") or resource_name_prefix(sub.app_name)
+    pod = props.get("spark.kubernetes.driver.pod.name") or f"{prefix}-driver"
+    if not is_dns1123_subdomain(pod):
+        raise UsageError(
+            f"driver pod name {pod!r} is not a valid Kubernetes name (lowercase letters, digits, '-', '.'); "
+            "set spark.kubernetes.driver.pod.name or a shorter --name"
+        )
+    service = f"{prefix}-driver-svc"
+    if not is_dns1123_label(service):
+        service = f"spark-{uid}-driver-svc"
+    return driver_pod.DriverNames(
+        app_id=app_id or props.get("spark.app.id") or new_app_id(),
+        pod=pod,
+        service=service,
+        config_map=f"spark-drv-{uid}-conf-map",
+        namespace=sub.namespace,
+    )
+
+
+def plan_cluster(
+    sub: Submission,
+    master: str,
+    *,
+    api_url: str = "",
+    local_image: str | None = None,
+    names: driver_pod.DriverNames | None = None,
+    environ: dict[str, str] | None = None,
+) -> ClusterPlan:
+    """Build the driver pod, the driver's properties and the ConfigMap content; usage errors for any
+    bad value (nothing has been created yet)."""
+    names = names or plan_names(sub)
+    props = sub.properties
+    files = driver_files.plan_files(
+        sub.app, split_list(props.get("spark.submit.pyFiles", "")), split_list(props.get("spark.files", ""))
+    )
+    ports = driver_pod.driver_ports(props)
+    properties = {
+        k: v for k, v in props.items() if not k.startswith(SUBMISSION_AUTH) and k not in _PASSED_AS_ARGS
+    }
+    if master == PYK8S + api_url and not _has_client_credentials(props):
+        # The driver reuses the submission's loopback server: it needs the submission's token too.
+        for suffix in ("oauthToken", "oauthTokenFile"):
+            if props.get(SUBMISSION_AUTH + suffix):
+                properties["spark.kubernetes.authenticate." + suffix] = props[SUBMISSION_AUTH + suffix]
+    if local_image:
+        properties.setdefault("spark.kubernetes.container.image", local_image)
+    prefix = names.pod.removesuffix("-driver")
+    properties.update(
+        {
+            "spark.master": master,
+            "spark.app.id": names.app_id,
+            "spark.app.name": sub.app_name,
+            "spark.submit.deployMode": "cluster",
+            "spark.kubernetes.namespace": names.namespace,
+            "spark.kubernetes.driver.pod.name": names.pod,
+            "spark.kubernetes.submitInDriver": "true",
+            "spark.driver.host": names.service_host,
+            "spark.driver.port": str(ports.driver),
+            "spark.driver.blockManager.port": str(ports.block_manager),
+            f"spark.kubernetes.executor.annotation.{driver_pod.DRIVER_POD_ANNOTATION}": names.pod,
+        }
+    )
+    if is_dns1123_subdomain(prefix) and len(prefix) <= 237:
+        properties.setdefault("spark.kubernetes.executor.podNamePrefix", prefix)
+    conf = to_kubernetes_conf(properties)  # the driver will read these: check them now
+    image = driver_pod_image(properties)
+    data, binary = driver_files.config_map_content(
+        properties,
+        files,
+        conf_dir=default_conf_dir(conf, environ),
+        max_size=conf.executor.config_map_max_size,
+        name=names.config_map,
+    )
+    args = driver_pod.driver_args(
+        sub.driver_command, files, sub.app_args, use_pod_ip=conf.executor.use_driver_pod_ip
+    )
+    pod = driver_pod.build_driver_pod(
+        properties, names, app_name=sub.app_name, image=image, args=args, files=files, data=data
+    )
+    return ClusterPlan(names, pod, properties, data, binary)
+
+
+_PASSED_AS_ARGS = ("spark.submit.pyFiles", "spark.files")
+
+
+def _has_client_credentials(props: dict[str, str] | Any) -> bool:
+    return any(
+        k.startswith("spark.kubernetes.authenticate.") and not k.startswith(SUBMISSION_AUTH)
+        for k in props
+        if k.endswith(("oauthToken", "oauthTokenFile", "clientCertFile"))
+    )
+
+
+def driver_pod_image(properties: dict[str, str]) -> str:
+    image = properties.get("spark.kubernetes.driver.container.image") or properties.get(
+        "spark.kubernetes.container.image"
+    )
+    if not image:
+        raise UsageError("no driver image: set spark.kubernetes.container.image")
+    return image
+
+
+def create_objects(connection: Connection, plan: ClusterPlan, console: Console) -> Obj:
+    """Create the pod, then its Service and ConfigMap; on failure delete what was created."""
+    api, ns = connection.api, plan.names.namespace
+    try:
+        pod = api.create(PODS, ns, plan.pod)
+    except ApiError as error:
+        raise explain_api_error(
+            error, connection.endpoint, verb="create", resource="pods", namespace=ns
+        ) from None
+    created: list[tuple[Resource, str]] = [(PODS, plan.names.pod)]
+    try:
+        for resource, body in ((SERVICES, plan.service(pod)), (CONFIG_MAPS, plan.config_map(pod))):
+            try:
+                api.create(resource, ns, body)
+            except ApiError as error:
+                raise explain_api_error(
+                    error, connection.endpoint, verb="create", resource=resource.plural, namespace=ns
+                ) from None
+            created.append((resource, body["metadata"]["name"]))
+    except CliError:
+        console.info("Creation failed; deleting what was created for this application")
+        for resource, name in reversed(created):
+            with contextlib.suppress(NotFoundError, ApiError):
+                api.delete(resource, ns, name, grace_period_seconds=0)
+        raise
+    return pod
+
+
+def follower_for(
+    connection: Connection, plan: ClusterPlan, console: Console, cluster: Any
+) -> LogFollower | None:
+    container = plan.pod["spec"]["containers"][0]["name"]
+    names = plan.names
+    source: LogSource | None
+    if cluster is not None:
+        kubelet = cluster.kubelet
+        source = FileLogSource(lambda: kubelet.log_path(names.namespace, names.pod, container))
+    else:
+        source = api_log_source(connection.api, names.namespace, names.pod, container)
+    if source is None:
+        console.warning(
+            "--follow-log: this API client cannot stream pod logs; run "
+            f"`kubectl logs -f -n {names.namespace} {names.pod}`"
+        )
+        return None
+    return LogFollower(source, console.result)
+
+
+def run_cluster(
+    sub: Submission,
+    console: Console,
+    *,
+    connect: Connector = official_connection,
+    local_cluster: LocalClusterFactory | None = None,
+) -> int:
+    """Submit in cluster mode; the exit code is the driver's when waiting, else 0."""
+    with _connection(sub, connect, local_cluster) as (connection, cluster):
+        local_url = cluster.url if cluster is not None else None
+        master = driver_master(sub, connection.endpoint.url, local_url)
+        local_image = _local_image() if cluster is not None else None
+        plan = plan_cluster(sub, master, api_url=connection.endpoint.url, local_image=local_image)
+        preflight(connection, sub.namespace, NEEDS)
+        create_objects(connection, plan, console)
+        names = plan.names
+        console.info(
+            f"Submitted application {sub.app_name} (application id {names.app_id}); "
+            f"submission ID {names.submission_id}"
+        )
+        if not sub.wait:
+            console.info(
+                "Deployed; not waiting (spark.kubernetes.submission.waitAppCompletion=false). Follow it with "
+                f"`k8s-backend status {names.submission_id}`, stop it with "
+                f"`k8s-backend kill {names.submission_id}`"
+            )
+            return 0
+        return _wait(sub, connection, plan, console, cluster)
+
+
+def _wait(sub: Submission, connection: Connection, plan: ClusterPlan, console: Console, cluster: Any) -> int:
+    names = plan.names
+    status = DriverStatus(names.pod, names.namespace, console.info)
+    follower = follower_for(connection, plan, console, cluster) if sub.follow_log else None
+    if follower is not None:
+        follower.start()
+    try:
+        code = wait_for_driver(connection.api, status)
+    except KeyboardInterrupt:
+        if cluster is None:
+            console.info(
+                "Stopped watching; the application keeps running "
+                f"(`k8s-backend status {names.submission_id}`, `k8s-backend kill {names.submission_id}`)"
+            )
+        return 130
+    except ApiError as error:
+        raise CliError(
+            describe_failure(error, connection, verb="watch", resource="pods", namespace=names.namespace)
+        ) from None
+    finally:
+        if follower is not None:
+            follower.finish()
+    console.info(f"Application {sub.app_name} ({names.app_id}) finished with exit code {code}")
+    return code
+
+
+@contextlib.contextmanager
+def _connection(
+    sub: Submission, connect: Connector, local_cluster: LocalClusterFactory | None
+) -> Iterator[tuple[Connection, Any]]:
+    if sub.master_kind is not MasterKind.LOCAL:
+        connection = connect(submission_api_conf(sub.properties), sub.namespace)
+        try:
+            yield connection, None
+        finally:
+            connection.api.close()
+        return
+    factory = local_cluster or _default_local_cluster
+    with factory() as cluster:
+        endpoint = ApiEndpoint(cluster.url, "pyk8s://local (a local cluster started by this command)")
+        yield Connection(cluster.api(sub.namespace), endpoint), cluster
+
+
+def _default_local_cluster() -> contextlib.AbstractContextManager[Any]:
+    from k8s_backend.testing.local_cluster import LocalCluster
+
+    return LocalCluster()
+
+
+def _local_image() -> str:
+    from importlib import metadata
+
+    try:
+        return f"apache/spark:{metadata.version('pyspark')}"
+    except metadata.PackageNotFoundError:
+        return "apache/spark:latest"

@@ -1,0 +1,161 @@
+"""``k8s-backend gc``: leftovers of gone drivers are deleted; nothing of a live application ever is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cli_support import cli
+
+from k8s_backend.cli.driver_pod import DRIVER_POD_ANNOTATION
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SERVICES, Resource
+from k8s_backend.testing.fake import FakeKubernetes
+
+Obj = dict[str, Any]
+M = ["--master", "pyk8s://https://k8s.test:6443"]
+GONE, ALIVE, CLIENT, TEMPLATE = ("spark-" + c * 32 for c in "abcd")
+
+
+def meta(
+    name: str, app_id: str, role: str, owner: tuple[str, str] | None = None, note: str | None = None
+) -> Obj:
+    body: Obj = {"name": name, "labels": {"spark-app-selector": app_id, "spark-role": role}}
+    if owner is not None:
+        body["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": owner[0], "uid": owner[1]}]
+    if note is not None:
+        body["annotations"] = {DRIVER_POD_ANNOTATION: note}
+    return body
+
+
+def add(fake: FakeKubernetes, resource: Resource, metadata: Obj, phase: str | None = None) -> Obj:
+    bodies: dict[str, Obj] = {
+        "pods": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+        "services": {"spec": {"clusterIP": "None"}},
+        "configmaps": {"data": {}},
+        "persistentvolumeclaims": {
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+        },
+    }
+    obj = fake.create(resource, "default", {"metadata": metadata, **bodies[resource.plural]})
+    if phase is not None:
+        obj = fake.patch_status(resource, "default", metadata["name"], {"phase": phase})
+    return obj
+
+
+def names(fake: FakeKubernetes) -> set[str]:
+    return {o["metadata"]["name"] for r in (PODS, SERVICES, CONFIG_MAPS, PVCS) for o in fake.objects(r)}
+
+
+def scenario() -> FakeKubernetes:
+    fake = FakeKubernetes()
+    # An application whose driver pod was deleted while its objects stayed (dangling owner references).
+    add(fake, PODS, meta("gone-exec-1", GONE, "executor", ("gone-driver", "uid-gone")), "Running")
+    add(fake, SERVICES, meta("gone-driver-svc", GONE, "driver", ("gone-driver", "uid-gone")))
+    add(fake, CONFIG_MAPS, meta("spark-exec-gone-conf-map", GONE, "executor", ("gone-driver", "uid-gone")))
+    add(fake, PVCS, meta("gone-exec-1-pvc-0", GONE, "executor", ("gone-driver", "uid-gone")))
+    # A running cluster-mode application.
+    driver = add(fake, PODS, meta("alive-driver", ALIVE, "driver"), "Running")
+    add(
+        fake,
+        PODS,
+        meta("alive-exec-1", ALIVE, "executor", ("alive-driver", driver["metadata"]["uid"])),
+        "Running",
+    )
+    add(fake, CONFIG_MAPS, meta("alive-conf", ALIVE, "executor", ("alive-driver", driver["metadata"]["uid"])))
+    # A client-mode application: no driver pod anywhere, one executor still running.
+    add(fake, PODS, meta("client-exec-1", CLIENT, "executor"), "Running")
+    add(fake, CONFIG_MAPS, meta("client-conf", CLIENT, "executor"))
+    return fake
+
+
+def test_leftovers_of_a_gone_driver_are_deleted_and_live_apps_are_kept() -> None:
+    fake = scenario()
+    result = cli(["gc", *M], fake)
+    assert result.code == 0, result.err
+    assert names(fake) == {"alive-driver", "alive-exec-1", "alive-conf", "client-exec-1", "client-conf"}
+    assert f"application {GONE} in default: its driver pod gone-driver is gone" in result.err
+    assert f"keep application {ALIVE} in default: its driver pod alive-driver exists" in result.err
+    assert f"keep application {CLIENT} in default: no driver pod is known (client mode?)" in result.err
+    assert "deleted pod default/gone-exec-1" in result.out
+    assert "deleted persistentvolumeclaim default/gone-exec-1-pvc-0" in result.out
+    assert "gc: 4 objects deleted" in result.err
+
+
+def test_dry_run_deletes_nothing() -> None:
+    fake = scenario()
+    before = names(fake)
+    result = cli(["gc", *M, "--dry-run"], fake)
+    assert names(fake) == before
+    assert "would delete service default/gone-driver-svc" in result.out
+    assert "4 objects would be deleted" in result.err
+
+
+def test_a_new_pod_with_the_old_name_does_not_keep_leftovers_alive() -> None:
+    fake = scenario()
+    add(fake, PODS, meta("gone-driver", "spark-" + "e" * 32, "driver"), "Running")  # same name, new app
+    cli(["gc", *M], fake)
+    assert "gone-exec-1" not in names(fake)
+    assert "gone-driver" in names(fake)
+
+
+def test_the_annotation_names_the_driver_when_owner_references_were_removed() -> None:
+    fake = FakeKubernetes()
+    add(fake, PODS, meta("orphan-exec-1", TEMPLATE, "executor", note="orphan-driver"), "Running")
+    add(fake, CONFIG_MAPS, meta("orphan-conf", TEMPLATE, "executor"))  # no trace itself: same application
+    cli(["gc", *M], fake)
+    assert names(fake) == set()
+
+
+def test_an_annotated_driver_that_still_exists_keeps_its_application() -> None:
+    fake = FakeKubernetes()
+    add(fake, PODS, meta("x-driver", TEMPLATE, "driver"), "Succeeded")
+    add(fake, PODS, meta("x-exec-1", TEMPLATE, "executor", note="x-driver"), "Failed")
+    cli(["gc", *M, "-l", "spark-role=executor"], fake)  # the driver is not even among the candidates
+    assert names(fake) == {"x-driver", "x-exec-1"}
+
+
+def test_a_client_mode_driver_in_a_pod_that_exists_is_alive() -> None:
+    fake = FakeKubernetes()
+    notebook = fake.create(
+        PODS,
+        "default",
+        {"metadata": {"name": "jupyter"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+    )
+    owner = ("jupyter", notebook["metadata"]["uid"])
+    add(fake, PODS, meta("nb-exec-1", CLIENT, "executor", owner), "Running")
+    cli(["gc", *M, "--all-orphans"], fake)
+    assert "nb-exec-1" in names(fake)
+    fake.delete(PODS, "default", "jupyter")  # the fake collects dependents: recreate the dangling state
+    add(fake, PODS, meta("nb-exec-2", CLIENT, "executor", owner), "Running")
+    cli(["gc", *M], fake)
+    assert "nb-exec-2" not in names(fake)
+
+
+def test_all_orphans_deletes_client_mode_leftovers_but_never_running_executors() -> None:
+    fake = scenario()
+    cli(["gc", *M, "--all-orphans"], fake)
+    assert {"client-exec-1", "client-conf"} <= names(fake)  # an executor still runs
+    fake.patch_status(PODS, "default", "client-exec-1", {"phase": "Failed"})
+    result = cli(["gc", *M, "--all-orphans"], fake)
+    assert not {"client-exec-1", "client-conf"} & names(fake)
+    assert "no driver pod is known and no executor runs (--all-orphans)" in result.err
+
+
+def test_objects_already_being_deleted_are_left_alone() -> None:
+    fake = FakeKubernetes(graceful_pod_deletion=True)
+    add(fake, PODS, meta("g-exec-1", GONE, "executor", ("g-driver", "uid-x")), "Running")
+    fake.delete(PODS, "default", "g-exec-1", grace_period_seconds=30)
+    fake.reset_calls()
+    cli(["gc", *M], fake)
+    assert fake.calls_of("delete") == []
+
+
+def test_gc_checks_delete_permissions_unless_it_is_a_dry_run() -> None:
+    from cli_support import AccessReviews
+
+    fake = scenario()
+    before = names(fake)
+    result = cli(["gc", *M], AccessReviews(fake, denied={("delete", "persistentvolumeclaims")}))
+    assert result.code == 2
+    assert "missing permission: delete persistentvolumeclaims in namespace default" in result.err
+    assert names(fake) == before
+    assert cli(["gc", *M, "--dry-run"], AccessReviews(fake, denied={("delete", "pods")})).code == 0
