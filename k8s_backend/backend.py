@@ -8,6 +8,7 @@ scheduler threads, because the PySpark bridge calls these hooks while Spark hold
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,7 @@ class KubernetesClusterSchedulerBackend:
         self._gate_started = 0.0
         self._gate_state = GateState.HOLDING
         self._gate_task: Cancellable | None = None
+        self._gate_lock = threading.Lock()
         self._on_application_failed = on_application_failed
         self._machine = StateMachine("backend", BackendState.NEW, BACKEND_TRANSITIONS, clock.now)
         self.failure_reason: str | None = None
@@ -155,6 +157,10 @@ class KubernetesClusterSchedulerBackend:
                 self._operations.create_config_map(self._config_map)
             if self._recover is not None:
                 self.allocator.advance_executor_id_counter(self._recover())
+            if self.conf.driver.pod_name:
+                self._operations.wait_for_driver_ready(
+                    self.conf.driver.pod_name, self.conf.allocation.driver_readiness_timeout
+                )
             self.allocator.start()
             self.allocator.set_total_expected_executors({0: self.conf.scaling.initial_target})
             self.lifecycle.start()
@@ -167,15 +173,13 @@ class KubernetesClusterSchedulerBackend:
         except Exception as error:
             self._fail(f"the backend could not start: {error}")
             raise
-        if self._machine.can(BackendState.RUNNING):
-            self._machine.transition(BackendState.RUNNING)
+        self._machine.transition_if_allowed(BackendState.RUNNING)  # not if it failed meanwhile
         log.info("Kubernetes backend started for application %s", self._app_id)
 
     def stop(self) -> None:
         """Stop everything and clean up; safe to call more than once."""
-        if self._machine.state in (BackendState.STOPPING, BackendState.STOPPED):
-            return
-        self._machine.transition(BackendState.STOPPING)
+        if not self._machine.transition_if_allowed(BackendState.STOPPING):
+            return  # already stopping or stopped (maybe on another thread)
         self._stop_sequence.run()
         self._machine.transition(BackendState.STOPPED)
 
@@ -233,14 +237,15 @@ class KubernetesClusterSchedulerBackend:
     def _check_gate(self) -> GateState:
         """Re-evaluate the all-or-nothing start; fail (Hard) or go on (Soft) on timeout, once."""
         gate = self._gate
-        if gate is None or self._gate_state is not GateState.HOLDING:
-            return self._gate_state
         running = self._registered_count()
-        now = self._clock.now()
-        state = gate.decide(running, self._gate_started, now)
-        if state is GateState.HOLDING:
-            return state
-        self._gate_state = state
+        with self._gate_lock:  # the driver's thread and the scheduler's both check the gate
+            if gate is None or self._gate_state is not GateState.HOLDING:
+                return self._gate_state
+            now = self._clock.now()
+            state = gate.decide(running, self._gate_started, now)
+            if state is GateState.HOLDING:
+                return state
+            self._gate_state = state
         if self._gate_task is not None:
             self._gate_task.cancel()
         if state is GateState.OPEN:
@@ -259,10 +264,9 @@ class KubernetesClusterSchedulerBackend:
     # -- failure -------------------------------------------------------------------------------------
 
     def _fail(self, reason: str) -> None:
-        if not self._machine.can(BackendState.FAILED):
+        if not self._machine.transition_if_allowed(BackendState.FAILED, reason):
             return
         self.failure_reason = reason
-        self._machine.transition(BackendState.FAILED, reason)
         log.error("Application %s failed: %s", self._app_id, reason)
         listeners: list[ApplicationFailedListener] = []
         if self._on_application_failed is not None:
@@ -305,7 +309,7 @@ class KubernetesClusterSchedulerBackend:
                     "exit_caused_by_app": loss.exit_caused_by_app,
                     "reason": loss.summary,
                 }
-                for loss in self.lifecycle.recent_losses
+                for loss in tuple(self.lifecycle.recent_losses)  # the lifecycle thread appends meanwhile
             ],
             "executors": self.monitor.summary(),
             "gang": None if self._gate is None else {

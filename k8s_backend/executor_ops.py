@@ -6,6 +6,8 @@ Each hook hands the work to the backend's scheduler and returns at once.
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Sequence
 
 from k8s_backend.driver import DriverEndpoint, ExecutorLoss
@@ -22,6 +24,11 @@ from k8s_backend.scheduling import Scheduler
 from k8s_backend.snapshots.watch_source import executor_selector
 
 log = logging.getLogger(__name__)
+
+
+def _is_ready(pod: Obj) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 KILLED_MESSAGE = "Executor killed by driver."
 
@@ -56,6 +63,36 @@ class ExecutorOperations:
         except ConflictError:
             # A restarted driver re-attaching to its application finds the map already there.
             log.info("Executor config map %s already exists", body.get("metadata", {}).get("name"))
+
+    def wait_for_driver_ready(self, name: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the driver pod to be Ready: its Service's DNS name does not
+        resolve before that (SPARK-32975). Errors and timeouts are only logged, as in Spark."""
+        deadline = time.monotonic() + timeout
+        stream = None
+        try:
+            pod = self._api.get(PODS, self._namespace, name)
+            if _is_ready(pod):
+                return True
+            stream = self._api.watch(
+                PODS,
+                self._namespace,
+                field_selector=f"metadata.name={name}",
+                resource_version=str(pod["metadata"].get("resourceVersion", "")) or None,
+                timeout_seconds=max(1, math.ceil(timeout)),
+            )
+            for event in stream:
+                if event.type != "BOOKMARK" and _is_ready(event.object):
+                    return True
+                if time.monotonic() >= deadline:
+                    break
+        except Exception as error:
+            log.warning("Waiting for the driver pod %s to be ready failed: %s", name, error)
+            return False
+        finally:
+            if stream is not None:
+                stream.close()
+        log.info("The driver pod %s is not ready after %.1fs; allocating executors anyway", name, timeout)
+        return False
 
     def create_pod_group(self, body: Obj) -> None:
         try:

@@ -66,6 +66,18 @@ class StateMachine(Generic[S]):
                 del self._history[0]
             return record
 
+    def transition_if_allowed(self, target: S, reason: str = "") -> bool:
+        """Move to ``target`` if the table allows it from the current state, atomically; else False."""
+        with self._lock:
+            if target not in self._transitions.get(self._state, frozenset()):
+                return False
+            record = Transition(self._now(), self._state, target, reason)
+            self._state = target
+            self._history.append(record)
+            if len(self._history) > self._history_limit:
+                del self._history[0]
+            return True
+
     def history(self) -> list[Transition[S]]:
         with self._lock:
             return list(self._history)

@@ -33,30 +33,48 @@ class StopSequence:
         sleep: Callable[[float], None] = time.sleep,
         background: Collection[str] = (),
         background_interval: float = 5.0,
+        background_attempts: int = 720,
+        retryable: Callable[[BaseException], bool] = lambda error: True,
+        on_retries_done: Callable[[], None] | None = None,
         spawn: Callable[[str, Callable[[], None]], None] = _daemon,
     ) -> None:
+        """``background``: names of steps worth retrying every ``background_interval`` seconds (at most
+        ``background_attempts`` times, and only while ``retryable`` says the error may pass) once their
+        attempts failed; ``on_retries_done`` runs when the last background retry ends."""
         self._steps = list(steps)
         self._attempts = max(1, attempts)
         self._backoff = backoff
         self._sleep = sleep
         self._background = frozenset(background)
         self._background_interval = background_interval
+        self._background_attempts = background_attempts
+        self._retryable = retryable
+        self._on_retries_done = on_retries_done
         self._spawn = spawn
+        self._lock = threading.Lock()
+        self._last_error: dict[str, BaseException] = {}
         self.failures: list[tuple[str, str]] = []
         self.completed: list[str] = []
         self.retrying: list[str] = []
 
     def run(self) -> None:
         for name, step in self._steps:
-            if not self._run_step(name, step) and name in self._background:
+            if self._run_step(name, step) or name not in self._background:
+                continue
+            error = self._last_error.get(name)
+            if error is not None and not self._retryable(error):
+                log.error("Not retrying '%s' in the background: %s will not pass by waiting", name, error)
+                continue
+            with self._lock:
                 self.retrying.append(name)
-                self._spawn(f"k8s-backend-retry-{name}", self._retrier(name, step))
+            self._spawn(f"k8s-backend-retry-{name}", self._retrier(name, step))
 
     def _run_step(self, name: str, step: Callable[[], None]) -> bool:
         for attempt in range(1, self._attempts + 1):
             try:
                 step()
             except Exception as error:
+                self._last_error[name] = error
                 if attempt == self._attempts:
                     later = " (retrying in the background)" if name in self._background else ""
                     log.error("Giving up on '%s' after %d attempts%s: %s", name, attempt, later, error)
@@ -73,13 +91,24 @@ class StopSequence:
         return lambda: self._retry_forever(name, step)
 
     def _retry_forever(self, name: str, step: Callable[[], None]) -> None:
-        while True:
-            self._sleep(self._background_interval)
-            try:
-                step()
-            except Exception as error:
-                log.warning("Background retry of '%s' failed again: %s", name, error)
-            else:
-                log.info("Background retry of '%s' succeeded", name)
-                self.completed.append(name)
-                return
+        try:
+            for _ in range(self._background_attempts):
+                self._sleep(self._background_interval)
+                try:
+                    step()
+                except Exception as error:
+                    if not self._retryable(error):
+                        log.error("Giving up on '%s' in the background: %s", name, error)
+                        return
+                    log.warning("Background retry of '%s' failed again: %s", name, error)
+                else:
+                    log.info("Background retry of '%s' succeeded", name)
+                    self.completed.append(name)
+                    return
+            log.error("Giving up on '%s' after %d background retries", name, self._background_attempts)
+        finally:
+            with self._lock:
+                self.retrying.remove(name)
+                done = not self.retrying
+            if done and self._on_retries_done is not None:
+                self._on_retries_done()

@@ -19,7 +19,17 @@ from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.executors.monitor import ExecutorMonitor
 from k8s_backend.executors.tracker import ExecutorTracker
 from k8s_backend.gang.setup import GangSetup, plan_gang
-from k8s_backend.kube.port import CONFIG_MAPS, POD_GROUPS, PODS, PVCS, SERVICES, KubernetesApi, Obj
+from k8s_backend.kube.port import (
+    CONFIG_MAPS,
+    POD_GROUPS,
+    PODS,
+    PVCS,
+    SERVICES,
+    ApiError,
+    KubernetesApi,
+    Obj,
+    is_retryable,
+)
 from k8s_backend.lifecycle.decisions import LifecycleDecider
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
 from k8s_backend.pods.builder import ExecutorPodBuilder
@@ -154,6 +164,7 @@ def build_backend(
             container_name=kconf.executor.container_name,
             delete_on_termination=kconf.lifecycle.delete_on_termination,
             missing_pod_detect_delta=kconf.snapshots.missing_pod_detect_delta,
+            removed_cache_timeout=kconf.lifecycle.deleted_executors_cache_timeout,
         ),
         interval=kconf.snapshots.event_processing_interval,
         driver=driver,
@@ -214,11 +225,15 @@ def build_backend(
         owns_api=owns_api,
         has_config_map=config_map is not None,
     )
-    stop_sequence = StopSequence(steps, background=DELETE_STEPS)
     if owns_api:
-        # Deletes still being retried in the background need the client: leave it open for them.
+        # Deletes still being retried in the background need the client: the last one closes it.
         steps.append(("close the API client", lambda: None if stop_sequence.retrying else api.close()))
-        stop_sequence = StopSequence(steps, background=DELETE_STEPS)
+    stop_sequence = StopSequence(
+        steps,
+        background=DELETE_STEPS,
+        retryable=lambda error: not isinstance(error, ApiError) or is_retryable(error),
+        on_retries_done=api.close if owns_api else None,
+    )
     backend = cls(
         kconf,
         app_id=app_id,

@@ -405,10 +405,23 @@ class ExecutorPodsAllocator:
                     self._on_creation_failed(executor_id, request.rp_id, self._creator.last_error)
                 return
             with self._lock:
-                self._newly_created[executor_id] = NewRequest(request.rp_id, self._clock.now())
+                stopped = self._stopped
+                if not stopped:
+                    self._newly_created[executor_id] = NewRequest(request.rp_id, self._clock.now())
+            if stopped:
+                # stop() ran while this create was in flight: its delete may already be done.
+                self._take_back(executor_id)
+                return
             if self._on_executor_requested is not None:
                 self._on_executor_requested(executor_id, request.rp_id)
             log.debug("Requested executor with id %d from Kubernetes.", executor_id)
+
+    def _take_back(self, executor_id: int) -> None:
+        selector = executor_selector(self._app_id, [executor_id])
+        guarded(
+            f"delete executor {executor_id}, created while stopping",
+            lambda: self._api.delete_collection(PODS, self._namespace, label_selector=selector),
+        )
 
 
 def _ids(ids: Collection[int]) -> str:

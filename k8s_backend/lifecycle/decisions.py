@@ -57,12 +57,18 @@ class LifecycleDecider:
         delete_on_termination: bool = True,
         missing_pod_detect_delta: float = 30.0,
         delete_retry_interval: float = 30.0,
+        removed_cache_timeout: float = 180.0,
     ) -> None:
         self._container_name = container_name
         self._delete_on_termination = delete_on_termination
         self._missing_delta_ms = _ms(missing_pod_detect_delta)
         self._delete_retry_interval = delete_retry_interval
-        self._removed: set[int] = set()
+        # Executors already reported to the driver, and when: forgotten after the cache timeout once their
+        # pods are gone (spark.kubernetes.executor.deletedExecutorsCacheTimeout), so memory stays bounded.
+        self._removed: dict[int, float] = {}
+        self._removed_cache_timeout = removed_cache_timeout
+        self._last_prune = 0.0
+        self._now = 0.0
         self._delete_requested: dict[int, float] = {}
         self._inactivated: set[int] = set()
         self._inactivate_retry: set[int] = set()
@@ -70,6 +76,10 @@ class LifecycleDecider:
 
     def is_removed(self, executor_id: int) -> bool:
         return executor_id in self._removed
+
+    def removal_failed(self, executor_id: int) -> None:
+        """Telling the driver failed: report the executor again at the next chance."""
+        self._removed.pop(executor_id, None)
 
     def delete_failed(self, executor_id: int) -> None:
         """The delete call failed: try again at the next batch."""
@@ -85,6 +95,8 @@ class LifecycleDecider:
     ) -> list[LifecycleAction]:
         """The actions for one batch. ``registered``: executor id -> registration time, from the driver."""
         actions: list[LifecycleAction] = []
+        self._now = now
+        self._forget_old_removals(batch, now)
         for state in batch.updates:
             self._on_state(state, now, actions)
         self._retry_lost_deletes(batch, now, actions)
@@ -107,7 +119,7 @@ class LifecycleDecider:
                 code = explain.exit_code_of(state.pod, self._container_name)
                 loss = ExecutorLoss(code, False, explain.deleted_message(executor_id))
                 actions.append(RemoveFromDriver(executor_id, loss))
-                self._removed.add(executor_id)
+                self._removed[executor_id] = self._now
             return
         if state.phase not in (PodPhase.FAILED, PodPhase.SUCCEEDED):
             return
@@ -115,7 +127,7 @@ class LifecycleDecider:
             code = explain.exit_code_of(state.pod, self._container_name)
             message = explain.exit_message(state.pod, executor_id, code, self._container_name)
             actions.append(RemoveFromDriver(executor_id, ExecutorLoss(code, True, message)))
-            self._removed.add(executor_id)
+            self._removed[executor_id] = self._now
         if self._delete_on_termination:
             # A pod already being deleted needs no second DELETE (SPARK-54197).
             if executor_id not in self._delete_requested and not state.is_being_deleted:
@@ -124,6 +136,17 @@ class LifecycleDecider:
         elif executor_id not in self._inactivated:
             actions.append(MarkInactive(executor_id, state.name))
             self._inactivated.add(executor_id)
+
+    def _forget_old_removals(self, batch: SnapshotBatch, now: float) -> None:
+        if not self._removed or now - self._last_prune < self._removed_cache_timeout / 4:
+            return
+        self._last_prune = now
+        pods = batch.snapshot.pods
+        expired = [
+            i for i, at in self._removed.items() if now - at > self._removed_cache_timeout and i not in pods
+        ]
+        for executor_id in expired:
+            del self._removed[executor_id]
 
     def _retry_lost_deletes(self, batch: SnapshotBatch, now: float, actions: list[LifecycleAction]) -> None:
         # Only the pods we asked to delete are looked at, so this stays cheap with thousands of pods.
@@ -156,4 +179,4 @@ class LifecycleDecider:
                     executor_id, registered_ms, polled_ms, self._missing_delta_ms
                 )
                 actions.append(RemoveFromDriver(executor_id, ExecutorLoss(-1, False, message)))
-                self._removed.add(executor_id)
+                self._removed[executor_id] = self._now

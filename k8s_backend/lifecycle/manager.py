@@ -106,7 +106,10 @@ class ExecutorPodsLifecycleManager:
             try:
                 self._driver.remove_executor(str(action.executor_id), loss)
             except Exception:
-                log.exception("Could not tell the driver that executor %d is gone", action.executor_id)
+                log.exception(
+                    "Could not tell the driver that executor %d is gone; will retry", action.executor_id
+                )
+                self._decider.removal_failed(action.executor_id)
 
     def _delete_pod(self, action: DeletePod) -> None:
         try:

@@ -11,6 +11,7 @@ import heapq
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -164,9 +165,10 @@ class ThreadScheduler(_QueueScheduler):
             self._queue.clear()
             self._cond.notify_all()
         current = threading.current_thread()
+        deadline = time.monotonic() + timeout  # one grace period in all, not one per thread
         for thread in self._threads:
             if thread is not current:
-                thread.join(timeout)
+                thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class DeterministicScheduler(_QueueScheduler):

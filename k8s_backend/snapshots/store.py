@@ -138,7 +138,13 @@ class ExecutorPodsSnapshotsStore:
                 return  # an event that a newer list or event already superseded
             rv = state.resource_version
             if current is None and rv is not None and self._list_rv is not None and rv <= self._list_rv:
-                return  # a lagging event for a pod the last list no longer had: it is gone
+                # A lagging event for a pod the last list no longer had: it is gone. The view stays as it
+                # is, but subscribers hear that the executor existed and ended, or a request for it would
+                # wait for the creation timeout and a lost executor would go unreported.
+                gone = ExecutorPodState(state.executor_id, PodPhase.DELETED, pod)
+                for subscriber in self._subscribers:
+                    subscriber.updates.append(gone)
+                return
             self._states[state.executor_id] = state
             self._view = None
             for subscriber in self._subscribers:

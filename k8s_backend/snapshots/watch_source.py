@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
@@ -20,6 +21,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SERVER_TIMEOUT = 300  # seconds the server keeps one watch open (jittered)
 MAX_BACKOFF = 30.0
+SHORT_WATCH = 1.0  # seconds: a watch that ends sooner with no events counts as a failure
 IDLE_RECHECK = 0.1  # scheduler mode: how soon to look again after a stream ended with nothing left
 
 
@@ -93,7 +95,15 @@ class ExecutorPodsWatchSnapshotSource:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            started, events, relists = time.monotonic(), self.events, self.relists
             delay = self.run_once()
+            empty = self.events == events and self.relists == relists
+            if delay == 0 and empty and time.monotonic() - started < SHORT_WATCH:
+                # A server or proxy that closes every watch at once must not be hammered (client-go
+                # treats a very short empty watch as an error too).
+                self._failures += 1
+                delay = self._backoff()
+                log.warning("Executor pod watch closed at once with no events; retrying in %.1fs", delay)
             if delay > 0:
                 self._stop.wait(delay)
 
