@@ -103,7 +103,9 @@ def test_a_new_driver_deletes_executors_that_talk_to_the_old_one(cluster: LocalC
         second.stop()
 
 
-def test_executors_that_cannot_fit_fail_a_hard_gang_with_the_unschedulable_reason(cluster: LocalCluster) -> None:
+def test_executors_that_cannot_fit_fail_a_hard_gang_with_the_unschedulable_reason(
+    cluster: LocalCluster,
+) -> None:
     failures: list[str] = []
     props = conf(
         **{
