@@ -21,6 +21,10 @@ from k8s_backend.scheduling import Clock
 
 log = logging.getLogger(__name__)
 
+# Put on every claim we create: on a 409 it tells a claim an earlier attempt of ours made for this
+# executor from one that another executor (or application) made under the same name.
+CLAIM_EXECUTOR_ANNOTATION = "k8s-backend.io/created-for-executor"
+
 
 class PodSpecBuilder(Protocol):
     """What the allocator needs from :class:`k8s_backend.pods.builder.ExecutorPodBuilder`."""
@@ -165,9 +169,14 @@ class ExecutorPodCreator:
         # The driver owns claims it may reuse; otherwise a claim goes with its pod.
         owner = self._driver_pod if (self._pvc_policy.own_pvc and self._driver_pod is not None) else pod
         for claim in pvcs:
-            metadata = {**(claim.get("metadata") or {}), "ownerReferences": [owner_reference(owner)]}
+            metadata = dict(claim.get("metadata") or {})
+            metadata["ownerReferences"] = [owner_reference(owner)]
+            metadata["annotations"] = {
+                **(metadata.get("annotations") or {}),
+                CLAIM_EXECUTOR_ANNOTATION: str(executor_id),
+            }
             pvc = {**claim, "metadata": metadata}
-            name = metadata.get("name")
+            name = str(metadata.get("name", ""))
             log.info(
                 "Trying to create PersistentVolumeClaim %s with StorageClass %s",
                 name,
@@ -175,17 +184,73 @@ class ExecutorPodCreator:
             )
             try:
                 self._api.create(PVCS, self._namespace, pvc)
-            except ConflictError:
-                log.info("PersistentVolumeClaim %s already exists: an earlier attempt created it.", name)
+            except ConflictError as conflict:
+                if not self._claim_is_ours(executor_id, name, conflict):
+                    self._take_back(pod)
+                    return False
             except ApiError as error:
                 log.warning(
                     "Cannot create PersistentVolumeClaim %s of executor %d: %s", name, executor_id, error
                 )
+                self.last_error = f"cannot create PersistentVolumeClaim {name}: {error}"
                 self._take_back(pod)
                 return False
             with self._lock:
                 self._pvc_counter += 1
         return True
+
+    def _claim_is_ours(self, executor_id: int, name: str, conflict: ConflictError) -> bool:
+        """Whether the existing claim ``name`` is one an earlier attempt made for this executor.
+
+        The adapter may retry a create whose first attempt reached the server; such a claim carries
+        this application's label and this executor's annotation. Anything else is another executor's
+        (or application's) claim, and mounting it too would make two pods share one claim.
+        """
+        try:
+            existing = self._api.get(PVCS, self._namespace, name)
+        except ApiError as error:
+            log.warning(
+                "Cannot create PersistentVolumeClaim %s of executor %d: %s (then: %s)",
+                name,
+                executor_id,
+                conflict,
+                error,
+            )
+            self.last_error = f"PersistentVolumeClaim {name} already exists and cannot be read: {error}"
+            return False
+        metadata = existing.get("metadata") or {}
+        app = (metadata.get("labels") or {}).get(SPARK_APP_ID_LABEL)
+        made_for = (metadata.get("annotations") or {}).get(CLAIM_EXECUTOR_ANNOTATION)
+        if app == self._app_id and made_for == str(executor_id):
+            log.info(
+                "PersistentVolumeClaim %s of executor %d already exists: an earlier attempt created it.",
+                name,
+                executor_id,
+            )
+            return True
+        owner = self._describe_claim_owner(app, made_for)
+        self.last_error = (
+            f"PersistentVolumeClaim {name} already exists and belongs to {owner}, not to executor "
+            f"{executor_id}"
+        )
+        log.error(
+            "Cannot create the PersistentVolumeClaim %s of executor %d: it already exists and belongs to %s. "
+            "Likely cause: a fixed claimName in spark.kubernetes.executor.volumes.persistentVolumeClaim.*."
+            "options.claimName with storageClass and sizeLimit while more than one executor runs "
+            "(SPARK-39006); use claimName=OnDemand or put SPARK_EXECUTOR_ID in the claim name. "
+            "Deleting the executor's pod.",
+            name,
+            executor_id,
+            owner,
+        )
+        return False
+
+    def _describe_claim_owner(self, app: str | None, made_for: str | None) -> str:
+        if app != self._app_id:
+            return f"application {app}" if app else f"no Spark application (no {SPARK_APP_ID_LABEL} label)"
+        if made_for is None:
+            return "this application, but no executor is recorded on it"
+        return f"executor {made_for} of this application"
 
     def _take_back(self, pod: Obj) -> None:
         # A pod without its claim never starts: delete it (Spark's rollback).

@@ -2,8 +2,10 @@
 
 Starts from the pod template (or an empty pod) and runs the feature steps in Spark's order: basic,
 credentials, mounted secrets, env secrets, volumes, Hadoop conf, local dirs, then user steps (those of
-``spark.kubernetes.executor.pod.featureSteps``, then those passed in code). The configuration, the
-template and the user steps are loaded and checked once, when the builder is made.
+``spark.kubernetes.executor.pod.featureSteps``, then those passed in code). As in Spark, a step whose
+class is listed in ``spark.kubernetes.executor.pod.excludedFeatureSteps`` is left out, built-in or
+not. The configuration, the template and the user steps are loaded and checked once, when the builder
+is made.
 """
 
 from __future__ import annotations
@@ -34,6 +36,44 @@ from k8s_backend.pods.user_steps import is_feature_step, load_user_steps
 log = logging.getLogger(__name__)
 
 __all__ = ["ExecutorPodBuilder", "ExecutorPodRequest", "ExecutorPodSpec"]
+
+EXCLUDED_STEPS_KEY = "spark.kubernetes.executor.pod.excludedFeatureSteps"
+_SPARK_FEATURES = "org.apache.spark.deploy.k8s.features."
+# Spark's names of the built-in steps, so a configuration written for Spark excludes the same steps.
+_SPARK_STEP_NAMES = {
+    f"{_SPARK_FEATURES}BasicExecutorFeatureStep": BasicExecutorStep,
+    f"{_SPARK_FEATURES}ExecutorKubernetesCredentialsFeatureStep": ExecutorCredentialsStep,
+    f"{_SPARK_FEATURES}MountSecretsFeatureStep": MountSecretsStep,
+    f"{_SPARK_FEATURES}EnvSecretsFeatureStep": EnvSecretsStep,
+    f"{_SPARK_FEATURES}MountVolumesFeatureStep": MountVolumesStep,
+    f"{_SPARK_FEATURES}HadoopConfExecutorFeatureStep": HadoopConfStep,
+    f"{_SPARK_FEATURES}LocalDirsFeatureStep": LocalDirsStep,
+}
+
+
+def class_path(cls: type) -> str:
+    """A class's dotted path, ``package.module.ClassName``, as excludedFeatureSteps names it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _normalize(entry: str) -> str:
+    """An entry as a dotted class path: Spark's built-in step names become ours, and the featureSteps
+    colon form ``package.module:ClassName`` becomes ``package.module.ClassName``."""
+    entry = entry.strip()
+    entry = class_path(_SPARK_STEP_NAMES[entry]) if entry in _SPARK_STEP_NAMES else entry
+    return entry.replace(":", ".")
+
+
+def _without_excluded(steps: list[FeatureStep], excluded: set[str], matched: set[str]) -> list[FeatureStep]:
+    kept = []
+    for step in steps:
+        path = class_path(type(step))
+        if path in excluded:
+            matched.add(path)
+            log.info("Executor feature step %s is excluded by %s", path, EXCLUDED_STEPS_KEY)
+        else:
+            kept.append(step)
+    return kept
 
 
 def builtin_steps(conf: KubernetesConf, facts: DriverFacts) -> list[FeatureStep]:
@@ -78,11 +118,26 @@ class ExecutorPodBuilder:
                     key="steps",
                     value=step,
                 )
-        self._steps: list[FeatureStep] = [
-            *builtin_steps(conf, self._facts),
-            *load_user_steps(conf.executor.feature_steps, conf),
-            *extra,
-        ]
+        excluded = {_normalize(e) for e in conf.executor.excluded_feature_steps if e.strip()}
+        matched: set[str] = set()
+        # A configured entry that is itself excluded is not even imported (it may not import here).
+        configured = []
+        for entry in conf.executor.feature_steps:
+            if _normalize(entry) in excluded:
+                matched.add(_normalize(entry))
+                log.info("Executor feature step %s is excluded by %s", entry.strip(), EXCLUDED_STEPS_KEY)
+            else:
+                configured.append(entry)
+        # Spark filters every step by its class name, built-in ones included.
+        self._steps: list[FeatureStep] = _without_excluded(
+            [*builtin_steps(conf, self._facts), *load_user_steps(configured, conf), *extra], excluded, matched
+        )
+        for entry in sorted(excluded - matched):
+            log.warning(
+                "%s lists %s, but no executor feature step has that class: nothing is excluded for it",
+                EXCLUDED_STEPS_KEY,
+                entry,
+            )
         self._warned_kinds: set[str] = set()
 
     @property

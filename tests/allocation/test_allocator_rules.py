@@ -9,6 +9,7 @@ import pytest
 from alloc_harness import IDLE_TIMEOUT, NS, RP, Harness, pod_name, selector, suite_conf
 
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.creator import CLAIM_EXECUTOR_ANNOTATION
 from k8s_backend.conf.model import KubernetesConf, LifecycleConf, ResourceProfile, VolumeSpec
 from k8s_backend.kube.port import PODS, PVCS
 from k8s_backend.pods.request import ExecutorPodRequest, ExecutorPodSpec
@@ -244,7 +245,12 @@ def test_a_claim_that_already_exists_from_an_earlier_attempt_is_accepted() -> No
         PVCS,
         NS,
         {
-            "metadata": {"name": "spark-exec-1-pvc-0", "labels": {"spark-app-selector": "spark-app-id"}},
+            "metadata": {
+                "name": "spark-exec-1-pvc-0",
+                "labels": {"spark-app-selector": "spark-app-id"},
+                # What our earlier attempt put on it: the executor it was made for.
+                "annotations": {CLAIM_EXECUTOR_ANNOTATION: "1"},
+            },
             "spec": {"storageClassName": "gp2", "resources": {"requests": {"storage": "10Gi"}}},
         },
     )

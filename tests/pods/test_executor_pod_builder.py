@@ -68,6 +68,7 @@ def test_full_pod_for_a_typical_configuration() -> None:
         "spec": {
             "hostname": "daily-etl-1a2b3c-exec-12",
             "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 30,
             "nodeSelector": {"pool": "spark"},
             "imagePullSecrets": [{"name": "regcred"}],
             "volumes": [
@@ -103,6 +104,7 @@ def test_full_pod_for_a_typical_configuration() -> None:
                     ],
                     "ports": [{"name": "blockmanager", "containerPort": 7079}],
                     "args": ["executor"],
+                    "securityContext": {"allowPrivilegeEscalation": False},
                     "volumeMounts": [
                         {"name": "spark-conf-volume-exec", "mountPath": "/opt/spark/conf"},
                         {"name": "spark-local-dir-1", "mountPath": "/scratch"},

@@ -66,7 +66,13 @@ def template_conf(tmp_path, template: object, name: str = "template.yaml", **exe
 def test_empty_initial_pod_without_a_template() -> None:
     pod = build(make_conf()).pod
     assert [c["name"] for c in pod["spec"]["containers"]] == ["spark-kubernetes-executor"]
-    assert set(pod["spec"]) == {"hostname", "restartPolicy", "volumes", "containers"}
+    assert set(pod["spec"]) == {
+        "hostname",
+        "restartPolicy",
+        "terminationGracePeriodSeconds",
+        "volumes",
+        "containers",
+    }
 
 
 @pytest.mark.parametrize("file_name", ["template.yaml", "template.json"])
@@ -93,7 +99,8 @@ def test_load_pod_template(tmp_path, file_name: str) -> None:
     assert env_values(container)["env-key"] == "env-value"
     assert container["resources"]["limits"]["gpu"] == "1"
     assert container["resources"]["limits"]["memory"] == "1408Mi"
-    assert container["securityContext"] == {"runAsNonRoot": True}
+    # The template's security context is kept; Spark adds its allowPrivilegeEscalation setting.
+    assert container["securityContext"] == {"runAsNonRoot": True, "allowPrivilegeEscalation": False}
     assert container["stdin"] is True
     assert container["terminationMessagePath"] == "termination-message-path"
     assert container["terminationMessagePolicy"] == "termination-message-policy"

@@ -1,4 +1,5 @@
-"""The basic executor step: name, labels, image, resources, env, ports, args, owner, conf volume.
+"""The basic executor step: name, labels, image, resources, env, ports, args, owner, conf volume,
+security context and termination grace period.
 
 Spark's BasicExecutorFeatureStep; everything it sets is listed in the reference's section 3.
 """
@@ -153,6 +154,10 @@ class BasicExecutorStep:
         args = items(container, "args")
         if not args or args[-1] != c.EXECUTOR_ARG:
             args.append(c.EXECUTOR_ARG)
+        # Spark 4.3 always sets this (a template's value is overridden, its other securityContext
+        # fields are kept): the conf default, false, hardens executors unless explicitly allowed.
+        security = section(container, "securityContext")
+        security["allowPrivilegeEscalation"] = pod_conf.allow_privilege_escalation
         if pod_conf.decommission_enabled:
             lifecycle = section(container, "lifecycle")
             lifecycle["preStop"] = {"exec": {"command": [pod_conf.decommission_script]}}
@@ -180,6 +185,8 @@ class BasicExecutorStep:
         spec = section(pod, "spec")
         spec["hostname"] = executor_hostname(ctx.pod_name)
         spec["restartPolicy"] = "Always" if self._conf.allocation.allocator == "statefulset" else "Never"
+        # As in Spark 4.3, always set, overriding a template's value (whole seconds, like Spark's long).
+        spec["terminationGracePeriodSeconds"] = int(pod_conf.termination_grace_period)
         if pod_conf.node_selector:
             section(spec, "nodeSelector").update({k: str(v) for k, v in pod_conf.node_selector.items()})
         if pod_conf.pull_secrets:

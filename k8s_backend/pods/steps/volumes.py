@@ -2,7 +2,9 @@
 
 Spark's MountVolumesFeatureStep. A claimName of ``OnDemand`` becomes ``<pod name>-pvc-<i>`` (``i`` the
 volume's position), and the literal ``SPARK_EXECUTOR_ID`` in a claimName becomes the executor id. A
-claim with both a storage class and a size is also returned as a PersistentVolumeClaim to create.
+claim with both a storage class and a size is also returned as a PersistentVolumeClaim to create, with
+the volume's ``label.*`` and ``annotation.*`` options on it. hostPath ``options.type`` and
+``mount.subPathExpr`` are passed through.
 """
 
 from __future__ import annotations
@@ -67,7 +69,11 @@ def claim_name(spec: VolumeSpec, index: int, ctx: StepContext) -> str:
 
 def _volume_source(spec: VolumeSpec, index: int, ctx: StepContext) -> Obj:
     if spec.type == "hostPath":
-        return {"hostPath": {"path": spec.path}}
+        host_path: Obj = {"path": spec.path}
+        # Spark always sends the type, "" (no check) by default; leaving it out means the same.
+        if spec.host_path_type:
+            host_path["type"] = spec.host_path_type
+        return {"hostPath": host_path}
     if spec.type == "nfs":
         return {"nfs": {"path": spec.path, "server": spec.server}}
     if spec.type == "emptyDir":
@@ -80,6 +86,26 @@ def _volume_source(spec: VolumeSpec, index: int, ctx: StepContext) -> Obj:
     return {
         "persistentVolumeClaim": {"claimName": claim_name(spec, index, ctx), "readOnly": spec.mount_read_only}
     }
+
+
+def _mount(spec: VolumeSpec) -> Obj:
+    mount = volume_mount(
+        spec.name, spec.mount_path, sub_path=spec.mount_sub_path, read_only=spec.mount_read_only
+    )
+    if spec.mount_sub_path_expr:  # parsing made it exclusive with subPath
+        mount["subPathExpr"] = spec.mount_sub_path_expr
+    return mount
+
+
+def _claim_metadata(spec: VolumeSpec, index: int, ctx: StepContext) -> Obj:
+    # As Spark: the volume's own labels, then the app label (which wins), and its annotations as given.
+    metadata: Obj = {
+        "name": claim_name(spec, index, ctx),
+        "labels": {**{k: str(v) for k, v in spec.labels.items()}, SPARK_APP_ID_LABEL: ctx.app_id},
+    }
+    if spec.annotations:
+        metadata["annotations"] = {k: str(v) for k, v in spec.annotations.items()}
+    return metadata
 
 
 class MountVolumesStep:
@@ -100,15 +126,7 @@ class MountVolumesStep:
             pod.pod,
             [{"name": spec.name, **_volume_source(spec, i, ctx)} for i, spec in enumerate(self._volumes)],
         )
-        add_volume_mounts(
-            pod.container,
-            [
-                volume_mount(
-                    spec.name, spec.mount_path, sub_path=spec.mount_sub_path, read_only=spec.mount_read_only
-                )
-                for spec in self._volumes
-            ],
-        )
+        add_volume_mounts(pod.container, [_mount(spec) for spec in self._volumes])
         return pod
 
     def additional_resources(self, ctx: StepContext) -> Sequence[Obj]:
@@ -116,7 +134,7 @@ class MountVolumesStep:
             {
                 "apiVersion": "v1",
                 "kind": "PersistentVolumeClaim",
-                "metadata": {"name": claim_name(spec, i, ctx), "labels": {SPARK_APP_ID_LABEL: ctx.app_id}},
+                "metadata": _claim_metadata(spec, i, ctx),
                 "spec": {
                     "storageClassName": spec.storage_class,
                     "accessModes": [self._access_mode],
