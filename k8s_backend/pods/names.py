@@ -11,6 +11,7 @@ import secrets
 import uuid
 from collections.abc import Callable
 
+from k8s_backend.conf.syntax import dns_label_problem, dns_subdomain_problem
 from k8s_backend.errors import ConfigError
 from k8s_backend.pods.constants import (
     APP_ID_PLACEHOLDER,
@@ -21,20 +22,18 @@ from k8s_backend.pods.constants import (
 )
 from k8s_backend.scheduling.clock import Clock, SystemClock
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _NAMES_DOC = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
 POD_NAME_PREFIX_KEY = "spark.kubernetes.executor.podNamePrefix"
 
 
 def is_dns1123_label(value: str) -> bool:
     """A DNS-1123 label: lowercase alphanumerics and '-', alphanumeric at both ends, at most 63 chars."""
-    return len(value) <= DNS_LABEL_MAX_LENGTH and _DNS_LABEL.fullmatch(value) is not None
+    return dns_label_problem(value) is None
 
 
 def is_dns1123_subdomain(value: str) -> bool:
     """A DNS-1123 subdomain: dot-separated labels, at most 253 characters (what pod names must be)."""
-    return len(value) <= DNS_SUBDOMAIN_MAX_LENGTH and _DNS_SUBDOMAIN.fullmatch(value) is not None
+    return dns_subdomain_problem(value, DNS_SUBDOMAIN_MAX_LENGTH) is None
 
 
 def validate_pod_name_prefix(prefix: str) -> str:
