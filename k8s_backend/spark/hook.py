@@ -81,7 +81,13 @@ def launch_for_pyk8s(conf: Any, master: str, popen_kwargs: dict[str, Any] | None
         for key, value in local_defaults(default_local_image()).items():
             conf.setIfMissing(key, value)
     properties = {str(k): str(v) for k, v in conf.getAll()}
-    gateway = launch(properties, bridge_jar(), popen_kwargs)
+    try:
+        gateway = launch(properties, bridge_jar(), popen_kwargs)
+    except Exception as error:
+        from k8s_backend.spark.session import raise_config_error
+
+        raise_config_error(properties, error)  # our message, naming the key, when that is the cause
+        raise
     install_factory(gateway, BackendFactory())
     log.info("Driver JVM launched with k8s_backend's bridge for %s", master)
     return gateway

@@ -68,10 +68,11 @@ def session(
         builder = builder.config(key, value)
     try:
         return builder.getOrCreate()
-    except Exception:
+    except Exception as error:
         if factory.last_error is not None:
             # The Python error that failed the JVM's backend says more than the Java stack around it.
             raise factory.last_error from None
+        raise_config_error(properties, error)
         raise
 
 
@@ -96,13 +97,35 @@ def prepare(
     properties = with_master_defaults(master, dict(conf or {}))
     with SparkContext._lock:
         if SparkContext._gateway is None:
-            SparkContext._ensure_initialized(gateway=launch(properties, bridge_jar()))
+            try:
+                gateway = launch(properties, bridge_jar())
+            except Exception as error:
+                raise_config_error(properties, error)
+                raise
+            SparkContext._ensure_initialized(gateway=gateway)
         gateway = SparkContext._gateway
     factory = BackendFactory(create_backend)
     install_factory(gateway, factory)
     if default_master:
         set_default_master(gateway, master, properties)
     return factory
+
+
+def raise_config_error(properties: Mapping[str, str], error: Exception) -> None:
+    """Raise our :class:`ConfigError` (from ``error``) if one of ``properties`` has a bad value.
+
+    Spark checks some properties itself before the backend sees them (spark-submit rejects
+    ``spark.executor.memory=lots`` at JVM launch, the SparkContext parses it too), and its message is
+    buried in a Java stack trace. Only a key the user set counts: a missing one (e.g. an image from
+    spark-defaults.conf, which these properties do not hold) is no explanation.
+    """
+    from k8s_backend.conf.parse import parse_spark_conf
+
+    try:
+        parse_spark_conf(properties)
+    except ConfigError as config_error:
+        if config_error.key in properties:
+            raise config_error from error
 
 
 def with_master_defaults(master: str, properties: dict[str, str]) -> dict[str, str]:
