@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Sequence
 
@@ -93,6 +94,29 @@ class ExecutorOperations:
                 stream.close()
         log.info("The driver pod %s is not ready after %.1fs; allocating executors anyway", name, timeout)
         return False
+
+    def wait_for_executors_to_exit(self, timeout: float) -> bool:
+        """Give executors the driver told to stop up to ``timeout`` seconds to exit by themselves, so that
+        deleting their pods afterwards does not kill them mid-shutdown (exit 143)."""
+        deadline = time.monotonic() + timeout
+        pause = threading.Event()
+        while True:
+            try:
+                running = self._api.list(
+                    PODS,
+                    self._namespace,
+                    label_selector=self._app_selector,
+                    field_selector="status.phase=Running",
+                ).items
+            except Exception as error:
+                log.info("Not waiting for executors to exit: %s", error)
+                return False
+            if not running:
+                return True
+            if time.monotonic() >= deadline:
+                log.info("%d executors still running after %.1fs; deleting their pods", len(running), timeout)
+                return False
+            pause.wait(0.2)  # other processes (the executors) are what we wait for
 
     def create_pod_group(self, body: Obj) -> None:
         try:

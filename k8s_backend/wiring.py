@@ -213,6 +213,7 @@ def build_backend(
 
     steps = _stop_steps(
         kconf,
+        operations if driver is not None else None,
         api,
         app_id,
         gang,
@@ -261,6 +262,7 @@ def build_backend(
 
 def _stop_steps(
     conf: KubernetesConf,
+    operations: ExecutorOperations | None,
     api: KubernetesApi,
     app_id: str,
     gang: GangSetup,
@@ -296,6 +298,14 @@ def _stop_steps(
     if conf.driver.own_pvc:
         steps.append(("delete the application's PVCs", delete(PVCS, app)))
     if conf.lifecycle.delete_on_termination:
+        exit_wait = conf.lifecycle.stop_exit_wait
+        if operations is not None and exit_wait > 0:
+            ops = operations
+
+            def let_executors_exit() -> None:
+                ops.wait_for_executors_to_exit(exit_wait)
+
+            steps.append(("let the executors exit", let_executors_exit))
         steps.append(("delete the executor pods", delete(PODS, executors)))
         if has_config_map:
             steps.append(("delete the executor config maps", delete(CONFIG_MAPS, executors)))

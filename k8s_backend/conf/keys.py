@@ -71,7 +71,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("Executor count", SCALING_KEYS),
     Section("Driver", DRIVER_KEYS),
     Section("Kubernetes API client", API_KEYS + AUTH_KEYS),
-    Section("Stuck executors and recovery after a restart", EXECUTOR_TRACKING_KEYS),
+    Section("Stuck executors, stop and recovery after a restart", EXECUTOR_TRACKING_KEYS),
     Section("Gang scheduling (YuniKorn, Volcano, built-in)", GANG_KEYS + PROJECT_KEYS),
     Section("Passed through: driver pod and submission", DRIVER_POD_KEYS + SUBMISSION_KEYS),
     Section("Passed through: Spark features k8s_backend does not provide", UNSUPPORTED_KEYS),

@@ -118,6 +118,17 @@ EXECUTOR_TRACKING_KEYS: tuple[Key, ...] = (
         has_spark_entry=False,
     ),
     Key(
+        "spark.kubernetes.executor.stopExitWait",
+        Kind.DURATION_S,
+        "2s",
+        "At stop, how long executors that the driver told to stop may take to exit by themselves before "
+        "their pods are deleted (they then end with exit 0 instead of 143); 0 deletes at once, as Spark. "
+        "Only with a driver attached.",
+        field="lifecycle.stop_exit_wait",
+        check=at_least(0, "must be 0 (delete at once) or a positive duration"),
+        has_spark_entry=False,
+    ),
+    Key(
         "spark.kubernetes.recovery.policy",
         Kind.STRING,
         "adopt",

@@ -125,6 +125,7 @@ class LifecycleConf:
     stuck_timeout: float = 60.0  # pending longer than this: the reason is logged and shown in status()
     image_pull_fail_timeout: float = 120.0  # 0 disables failing the application on unpullable images
     recovery_policy: str = "adopt"  # after a restart: adopt matching live executor pods, or delete them
+    stop_exit_wait: float = 2.0  # at stop, time for executors the driver stopped to exit by themselves
 
 
 @attrs.frozen

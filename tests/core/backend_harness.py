@@ -21,6 +21,7 @@ BASE_CONF = {
     "spark.kubernetes.namespace": "default",
     "spark.kubernetes.executor.podNamePrefix": "test-app",
     "spark.executor.instances": "3",
+    "spark.kubernetes.executor.stopExitWait": "0",  # the fake's pods never exit by themselves
 }
 
 
