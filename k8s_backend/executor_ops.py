@@ -19,6 +19,7 @@ from k8s_backend.kube.port import (
     STRATEGIC_MERGE_PATCH,
     ConflictError,
     KubernetesApi,
+    NotFoundError,
     Obj,
 )
 from k8s_backend.scheduling import Scheduler
@@ -117,6 +118,33 @@ class ExecutorOperations:
                 log.info("%d executors still running after %.1fs; deleting their pods", len(running), timeout)
                 return False
             pause.wait(0.2)  # other processes (the executors) are what we wait for
+
+    def delete_pods_eventually(
+        self, names: Sequence[str], *, interval: float = 5.0, attempts: int = 120
+    ) -> None:
+        """Keep trying to delete these pods every ``interval`` seconds until they are gone (or give up
+        after ``attempts`` rounds with an error line): recovery must not leave an old driver's executors."""
+        remaining = set(names)
+        tries = [0]
+
+        def attempt() -> None:
+            tries[0] += 1
+            for name in sorted(remaining):
+                try:
+                    self._api.delete(PODS, self._namespace, name)
+                except NotFoundError:
+                    pass
+                except Exception as error:
+                    log.warning("Deleting executor pod %s failed again: %s", name, error)
+                    continue
+                remaining.discard(name)
+            if remaining and tries[0] < attempts:
+                self._scheduler.schedule(interval, attempt)
+            elif remaining:
+                log.error("Giving up deleting executor pods %s after %d tries", sorted(remaining), tries[0])
+
+        if remaining:
+            self._scheduler.schedule(interval, attempt)
 
     def create_pod_group(self, body: Obj) -> None:
         try:

@@ -209,6 +209,7 @@ def build_backend(
             rules=rules,
             delete_finished=kconf.lifecycle.delete_on_termination,
         )
+        operations.delete_pods_eventually(report.failed_deletes)
         return report.next_executor_id
 
     steps = _stop_steps(

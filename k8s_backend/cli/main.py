@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from k8s_backend.cli import app_commands, local
 from k8s_backend.cli.deps import Dependencies, version
 from k8s_backend.cli.errors import CliError
-from k8s_backend.errors import ConfigError
+from k8s_backend.errors import ConfigError, K8sBackendError
 
 SUBMIT = "submit"
 
@@ -61,6 +61,9 @@ def run(argv: Sequence[str], deps: Dependencies) -> int:
         deps.console.error(error.message)
         return error.exit_code
     except ConfigError as error:  # a setting read after the first checks (e.g. while connecting)
+        deps.console.error(str(error))
+        return 2
+    except K8sBackendError as error:  # e.g. no JDK to build the bridge jar, an unsupported pyspark
         deps.console.error(str(error))
         return 2
     except KeyboardInterrupt:

@@ -286,3 +286,15 @@ def test_adopted_executors_are_tracked() -> None:
     assert {"1", "2"} <= set(histories)
     assert "running" in histories["1"]
     h.backend.stop()
+
+
+def test_a_recovery_delete_that_fails_is_retried_until_the_old_executor_is_gone() -> None:
+    h = prepared(old_pod(1, driver_url=OTHER_DRIVER))
+    h.fake.fail_next("delete", PODS, status=500)  # one transient failure while recovering
+    h.backend.start()
+    h.run(1.0)
+    assert 1 in exec_ids(h), "the first delete failed"
+    h.run(10.0)
+    ids = exec_ids(h)
+    h.backend.stop()
+    assert 1 not in ids
