@@ -12,7 +12,7 @@ from k8s_backend.testing.fake import FakeKubernetes
 
 class _NoJdk:
     def prepare(self, master: str, properties: Any) -> None:
-        raise BridgeJarError("no javac found: install a JDK 17+ (e.g. apt-get install openjdk-17-jdk-headless)")
+        raise BridgeJarError("no javac found: install a JDK 17+ (openjdk-17-jdk-headless)")
 
     def stop(self) -> None:
         pass
