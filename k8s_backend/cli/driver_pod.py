@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import attrs
 
+from k8s_backend.cli import driver_token
 from k8s_backend.cli.driver_files import APP_FILES_DIR, DriverFiles, conf_items, file_items
 from k8s_backend.cli.errors import UsageError
 from k8s_backend.conf import syntax, units
@@ -79,6 +80,11 @@ class DriverNames:
     @property
     def service_host(self) -> str:
         return f"{self.service}.{self.namespace}.svc"
+
+    @property
+    def token_secret(self) -> str:
+        """The Secret holding the driver's API token, when it needs one."""
+        return driver_token.secret_name(self.pod, self.config_map.removesuffix("-conf-map"))
 
 
 @attrs.frozen
@@ -202,15 +208,23 @@ def _template(properties: Mapping[str, str]) -> tuple[Obj, Obj, int]:
 
 
 def driver_args(
-    command: Sequence[str], files: DriverFiles, app_args: Sequence[str], *, use_pod_ip: bool
+    command: Sequence[str],
+    files: DriverFiles,
+    app_args: Sequence[str],
+    *,
+    use_pod_ip: bool,
+    token_file_key: str | None = None,
 ) -> list[str]:
     """The container's arguments: ``k8s-backend submit --deploy-mode client`` on the shipped files.
 
-    ``$(SPARK_DRIVER_BIND_ADDRESS)`` is expanded by the kubelet to the pod's IP.
+    ``$(SPARK_DRIVER_BIND_ADDRESS)`` is expanded by the kubelet to the pod's IP, and
+    ``$(K8S_BACKEND_API_TOKEN_FILE)`` (with ``token_file_key``) to the mounted token file's path.
     """
     args = [*command, "submit", "--deploy-mode", "client"]
     args += ["--properties-file", f"{SPARK_CONF_DIR_INTERNAL}/{SPARK_CONF_FILE_NAME}"]
     args += ["--conf", "spark.driver.bindAddress=$(SPARK_DRIVER_BIND_ADDRESS)"]
+    if token_file_key:
+        args += ["--conf", f"{token_file_key}=$({driver_token.TOKEN_FILE_ENV})"]
     if use_pod_ip:  # executors reach the driver at its pod IP (Spark 4.3's default)
         args += ["--conf", "spark.driver.host=$(SPARK_DRIVER_BIND_ADDRESS)"]
     if files.py_files:
@@ -258,8 +272,10 @@ def build_driver_pod(
     args: Sequence[str],
     files: DriverFiles,
     data: Mapping[str, str],
+    token_secret: str | None = None,
 ) -> Obj:
-    """The driver pod: the template (if any), then Spark's settings on top."""
+    """The driver pod: the template (if any), then Spark's settings on top; ``token_secret`` names the
+    Secret holding the driver's API token, mounted read-only."""
     pod, container, index = _template(properties)
     meta = section(pod, "metadata")
     meta["name"] = names.pod
@@ -300,7 +316,10 @@ def build_driver_pod(
     )
     container.pop("command", None)  # the image's entrypoint passes our arguments through
     container["args"] = list(args)
-    upsert_named(container, "env", _env(properties, names.app_id))
+    env = _env(properties, names.app_id)
+    if token_secret:
+        env.append({"name": driver_token.TOKEN_FILE_ENV, "value": driver_token.TOKEN_FILE})
+    upsert_named(container, "env", env)
     upsert_named(
         container,
         "ports",
@@ -325,6 +344,9 @@ def build_driver_pod(
         volumes.append(
             {"name": FILES_VOLUME, "configMap": {"name": names.config_map, "items": file_items(files)}}
         )
+    if token_secret:
+        mounts.append(driver_token.volume_mount())
+        volumes.append(driver_token.volume(token_secret))
     add_volume_mounts(container, mounts)
     add_volumes(pod, volumes)
     containers = list(spec.get("containers") or [])

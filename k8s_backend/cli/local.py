@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import sys
 import threading
 from typing import Any, TextIO
@@ -10,6 +11,7 @@ from typing import Any, TextIO
 from k8s_backend.testing.kubelet.nodes import Node
 
 DEFAULT_IMAGE = "apache/spark:4.0.0"
+LOOPBACK_NAMES = ("localhost",)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -32,7 +34,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The ``local`` options, on any parser."""
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free port)")
-    parser.add_argument("--token", default=None, help="bearer token clients must send (default: none)")
+    parser.add_argument(
+        "--token", default=None, help="bearer token clients must send (default: a random one, printed)"
+    )
     parser.add_argument(
         "--nodes", type=int, default=1, help="number of simulated nodes (default: %(default)s)"
     )
@@ -67,9 +71,31 @@ def _nodes(args: argparse.Namespace) -> list[Node] | None:
     return [Node.of(f"node-{i + 1}", cpu=cpu, memory=memory) for i in range(args.nodes)]
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``): reachable from this machine only."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_problem(host: str, token: str | None) -> str | None:
+    """Why listening on ``host`` is refused, or None: the kubelet runs any pod's command on this
+    machine, so a server reachable from elsewhere must require a token."""
+    if is_loopback(host) or token:
+        return None
+    return (
+        f"--host {host} would let anyone who reaches this address run commands on this machine, and no "
+        "token is in use; pass --token TOKEN (clients then need it) or listen on 127.0.0.1"
+    )
+
+
 def describe(url: str, kubeconfig: str, work_dir: str, token: str | None, image: str) -> str:
     """The instructions printed once the cluster is up."""
     auth = f" \\\n    --conf spark.kubernetes.authenticate.oauthToken={token}" if token else ""
+    backend_auth = f"\n  spark.kubernetes.authenticate.oauthToken={token}" if token else ""
     return f"""\
 k8s-backend local cluster is running.
   API server:  {url}
@@ -87,7 +113,7 @@ Spark (client mode; executor pods run as local JVMs on pyspark's jars):
     --conf spark.driver.host=127.0.0.1{auth}
 
 k8s_backend:
-  spark.master=k8s://{url}   (or KUBECONFIG={kubeconfig})
+  spark.master=k8s://{url}   (or KUBECONFIG={kubeconfig}){backend_auth}
 
 Press Ctrl-C to stop; every process started here is stopped on exit.
 """
@@ -106,24 +132,31 @@ def run_local(
     stream = out or sys.stdout
     try:
         nodes = _nodes(args)
+        if args.token is not None and not args.token.strip():
+            raise ValueError("--token is empty: pass a token, or leave --token out for a random one")
+        cluster = LocalCluster(
+            nodes=nodes,
+            run_processes=not args.no_processes,
+            token=args.token,
+            work_dir=args.work_dir,
+            known_images=args.known_image,
+            host=args.host,
+            port=args.port,
+            stop_grace=args.stop_grace,
+        )
+        problem = exposure_problem(args.host, cluster.token)
+        if problem is not None:
+            raise ValueError(problem)
     except ValueError as error:
         print(f"k8s-backend local: {error}", file=sys.stderr)
         return 2
-    cluster = LocalCluster(
-        nodes=nodes,
-        run_processes=not args.no_processes,
-        token=args.token,
-        work_dir=args.work_dir,
-        known_images=args.known_image,
-        host=args.host,
-        port=args.port,
-        stop_grace=args.stop_grace,
-    )
     stop = stop or threading.Event()
     try:
         with cluster:
             stream.write(
-                describe(cluster.url, str(cluster.kubeconfig), str(cluster.work_dir), args.token, args.image)
+                describe(
+                    cluster.url, str(cluster.kubeconfig), str(cluster.work_dir), cluster.token, args.image
+                )
             )
             stream.flush()
             if ready is not None:

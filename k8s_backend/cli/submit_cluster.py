@@ -1,8 +1,9 @@
 """Cluster mode: create the driver pod, its Service and ConfigMap, then watch the driver to its end.
 
 The order is Spark's (``Client.run``): everything is planned and checked first; after the preflight
-the pod is created, then the Service and the ConfigMap with the pod as their owner, so deleting the
-pod deletes them. Should a later step fail, what was created is deleted again. With
+the pod is created, then the Service, the Secret with the driver's API token (when it needs one: no
+token is ever written into the ConfigMap) and the ConfigMap, with the pod as their owner, so deleting
+the pod deletes them. Should a later step fail, what was created is deleted again. With
 ``spark.kubernetes.submission.waitAppCompletion`` (default true) the command reports the driver's
 state changes and exits with its exit code.
 
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from k8s_backend.cli import driver_files, driver_pod
+from k8s_backend.cli import driver_files, driver_pod, driver_token
 from k8s_backend.cli.cluster_api import (
     SUBMISSION_AUTH,
     Connection,
@@ -37,7 +38,7 @@ from k8s_backend.cli.driver_log import FileLogSource, LogFollower, LogSource, ap
 from k8s_backend.cli.errors import ApiEndpoint, CliError, UsageError, explain_api_error
 from k8s_backend.cli.status_watch import DriverStatus, wait_for_driver
 from k8s_backend.cli.submission import K8S, PYK8S, MasterKind, Submission, split_list, to_kubernetes_conf
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, SERVICES, ApiError, NotFoundError, Obj, Resource
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS, SERVICES, ApiError, NotFoundError, Obj, Resource
 from k8s_backend.pods.config_map import default_conf_dir
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
 from k8s_backend.pods.names import unique_id as new_unique_id
@@ -66,9 +67,23 @@ class ClusterPlan:
     properties: dict[str, str]
     data: dict[str, str]
     binary: dict[str, str]
+    token: str | None = attrs.field(default=None, repr=False)  # the driver's, for its Secret
 
     def service(self, created_pod: Obj) -> Obj:
         return driver_pod.build_service(self.properties, self.names, created_pod)
+
+    def secret(self, created_pod: Obj) -> Obj | None:
+        """The Secret holding the driver's API token, or None when the driver needs none."""
+        if self.token is None:
+            return None
+        names = self.names
+        labels = driver_pod.app_labels(names.app_id)
+        return driver_token.build_secret(names.token_secret, names.namespace, labels, self.token, created_pod)
+
+    @property
+    def needs(self) -> tuple[Permission, ...]:
+        """The permissions creating this plan takes."""
+        return (*NEEDS, Permission("create", SECRETS)) if self.token is not None else NEEDS
 
     def config_map(self, created_pod: Obj) -> Obj:
         return driver_pod.build_config_map(self.names, created_pod, self.data, self.binary)
@@ -133,9 +148,14 @@ def plan_cluster(
     local_image: str | None = None,
     names: driver_pod.DriverNames | None = None,
     environ: dict[str, str] | None = None,
+    submission_token: str | None = None,
 ) -> ClusterPlan:
     """Build the driver pod, the driver's properties and the ConfigMap content; usage errors for any
-    bad value (nothing has been created yet)."""
+    bad value (nothing has been created yet).
+
+    ``submission_token`` is the token the submission uses when it is not in the properties (a
+    ``pyk8s://local`` cluster's); a driver on the same loopback server reuses it.
+    """
     names = names or plan_names(sub)
     props = sub.properties
     files = driver_files.plan_files(
@@ -147,9 +167,11 @@ def plan_cluster(
     }
     if master == PYK8S + api_url and not _has_client_credentials(props):
         # The driver reuses the submission's loopback server: it needs the submission's token too.
+        reused = {"oauthToken": submission_token} if submission_token else {}
         for suffix in ("oauthToken", "oauthTokenFile"):
-            if props.get(SUBMISSION_AUTH + suffix):
-                properties["spark.kubernetes.authenticate." + suffix] = props[SUBMISSION_AUTH + suffix]
+            value = props.get(SUBMISSION_AUTH + suffix) or reused.get(suffix)
+            if value:
+                properties["spark.kubernetes.authenticate." + suffix] = value
     if local_image:
         properties.setdefault("spark.kubernetes.container.image", local_image)
     prefix = names.pod.removesuffix("-driver")
@@ -171,6 +193,7 @@ def plan_cluster(
     if is_dns1123_subdomain(prefix) and len(prefix) <= 237:
         properties.setdefault("spark.kubernetes.executor.podNamePrefix", prefix)
     conf = to_kubernetes_conf(properties)  # the driver will read these: check them now
+    token, token_file_key = driver_token.move_token_to_file(properties)
     image = driver_pod_image(properties)
     data, binary = driver_files.config_map_content(
         properties,
@@ -180,12 +203,23 @@ def plan_cluster(
         name=names.config_map,
     )
     args = driver_pod.driver_args(
-        sub.driver_command, files, sub.app_args, use_pod_ip=conf.executor.use_driver_pod_ip
+        sub.driver_command,
+        files,
+        sub.app_args,
+        use_pod_ip=conf.executor.use_driver_pod_ip,
+        token_file_key=token_file_key,
     )
     pod = driver_pod.build_driver_pod(
-        properties, names, app_name=sub.app_name, image=image, args=args, files=files, data=data
+        properties,
+        names,
+        app_name=sub.app_name,
+        image=image,
+        args=args,
+        files=files,
+        data=data,
+        token_secret=names.token_secret if token is not None else None,
     )
-    return ClusterPlan(names, pod, properties, data, binary)
+    return ClusterPlan(names, pod, properties, data, binary, token)
 
 
 _PASSED_AS_ARGS = ("spark.submit.pyFiles", "spark.files")
@@ -209,7 +243,7 @@ def driver_pod_image(properties: dict[str, str]) -> str:
 
 
 def create_objects(connection: Connection, plan: ClusterPlan, console: Console) -> Obj:
-    """Create the pod, then its Service and ConfigMap; on failure delete what was created."""
+    """Create the pod, then its Service, token Secret and ConfigMap; on failure delete what was created."""
     api, ns = connection.api, plan.names.namespace
     try:
         pod = api.create(PODS, ns, plan.pod)
@@ -219,7 +253,14 @@ def create_objects(connection: Connection, plan: ClusterPlan, console: Console) 
         ) from None
     created: list[tuple[Resource, str]] = [(PODS, plan.names.pod)]
     try:
-        for resource, body in ((SERVICES, plan.service(pod)), (CONFIG_MAPS, plan.config_map(pod))):
+        owned = (
+            (SERVICES, plan.service(pod)),
+            (SECRETS, plan.secret(pod)),
+            (CONFIG_MAPS, plan.config_map(pod)),
+        )
+        for resource, body in owned:
+            if body is None:
+                continue
             try:
                 api.create(resource, ns, body)
             except ApiError as error:
@@ -268,8 +309,14 @@ def run_cluster(
         local_url = cluster.url if cluster is not None else None
         master = driver_master(sub, connection.endpoint.url, local_url)
         local_image = _local_image() if cluster is not None else None
-        plan = plan_cluster(sub, master, api_url=connection.endpoint.url, local_image=local_image)
-        preflight(connection, sub.namespace, NEEDS)
+        plan = plan_cluster(
+            sub,
+            master,
+            api_url=connection.endpoint.url,
+            local_image=local_image,
+            submission_token=getattr(cluster, "token", None) if cluster is not None else None,
+        )
+        preflight(connection, sub.namespace, plan.needs)
         create_objects(connection, plan, console)
         names = plan.names
         console.info(

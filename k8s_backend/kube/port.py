@@ -47,11 +47,20 @@ class Resource:
 PODS = Resource("Pod", "pods")
 CONFIG_MAPS = Resource("ConfigMap", "configmaps")
 SERVICES = Resource("Service", "services")
+SECRETS = Resource("Secret", "secrets")
 PVCS = Resource("PersistentVolumeClaim", "persistentvolumeclaims")
 NAMESPACES = Resource("Namespace", "namespaces", namespaced=False)
 POD_GROUPS = Resource("PodGroup", "podgroups", group="scheduling.volcano.sh", version="v1beta1")
 
-KNOWN_RESOURCES: tuple[Resource, ...] = (PODS, CONFIG_MAPS, SERVICES, PVCS, NAMESPACES, POD_GROUPS)
+KNOWN_RESOURCES: tuple[Resource, ...] = (
+    PODS,
+    CONFIG_MAPS,
+    SERVICES,
+    SECRETS,
+    PVCS,
+    NAMESPACES,
+    POD_GROUPS,
+)
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"

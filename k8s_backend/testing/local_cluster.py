@@ -6,6 +6,10 @@ without a cluster.
 
 On exit (normal, exception, Ctrl-C, SIGTERM or interpreter exit) every process the kubelet started is
 stopped: SIGTERM, then SIGKILL after ``stop_grace`` seconds.
+
+The kubelet runs any pod's command on this host, so the server always requires a bearer token (a random
+one unless given): :attr:`LocalCluster.kubeconfig` (written owner-only), :meth:`LocalCluster.api` and
+:meth:`LocalCluster.spark_conf` carry it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import secrets
 import shutil
 import signal
 import tempfile
@@ -57,7 +62,8 @@ class LocalCluster:
 
     :param nodes: simulated nodes (default: :func:`default_nodes`).
     :param run_processes: False marks pods Running without starting processes (scale tests).
-    :param token: a bearer token the server requires (None: no authentication).
+    :param token: the bearer token the server requires (None: a random one, see :attr:`token`). There is
+        no unauthenticated mode: the kubelet runs any pod's command as this user.
     :param work_dir: where pod volumes and container logs go (default: a temporary directory that is
         removed on exit unless ``keep_work_dir``).
     :param known_images: the images the kubelet can "pull" (None: any image). Other images wait in
@@ -82,7 +88,9 @@ class LocalCluster:
     ) -> None:
         self._nodes = list(nodes) if nodes is not None else default_nodes(run_processes)
         self._run_processes = run_processes
-        self._token = token
+        if token is not None and not token.strip():
+            raise ValueError("LocalCluster(token=''): pass a non-empty token, or None for a random one")
+        self._token = token if token is not None else secrets.token_urlsafe(24)
         self._given_work_dir = Path(work_dir) if work_dir is not None else None
         self._images = ImagePolicy(known_images, backoff_initial=image_pull_backoff)
         self._graceful = graceful_deletion
@@ -130,7 +138,7 @@ class LocalCluster:
             )
             self._kubelet.start()
             self._kubeconfig = self._work_dir / "kubeconfig"
-            self._kubeconfig.write_text(yaml.safe_dump(self.kubeconfig_dict(), sort_keys=False))
+            _write_private(self._kubeconfig, yaml.safe_dump(self.kubeconfig_dict(), sort_keys=False))
         except BaseException:
             self.stop()
             raise
@@ -192,7 +200,8 @@ class LocalCluster:
         return self._running(self._kubeconfig)
 
     @property
-    def token(self) -> str | None:
+    def token(self) -> str:
+        """The bearer token the server requires (set before :meth:`start`)."""
         return self._token
 
     @property
@@ -217,7 +226,7 @@ class LocalCluster:
         from k8s_backend.conf.model import ApiClientConf
         from k8s_backend.kube.client import OfficialKubernetesApi
 
-        conf = ApiClientConf(master=self.url, oauth_token=self._token or "")
+        conf = ApiClientConf(master=self.url, oauth_token=self._token)
         # An explicit environment: the user's own kubeconfig and service account must not leak in.
         environ = {"KUBECONFIG": str(self.kubeconfig), "HOME": str(self.work_dir)}
         api = OfficialKubernetesApi.from_conf(conf, namespace_default=namespace, environ=environ)
@@ -233,21 +242,19 @@ class LocalCluster:
             "spark.kubernetes.namespace": namespace,
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
-        }
-        if self._token:
             # Client mode reads spark.kubernetes.authenticate.*; spark-submit in cluster mode .submission.*.
-            conf["spark.kubernetes.authenticate.oauthToken"] = self._token
-            conf["spark.kubernetes.authenticate.submission.oauthToken"] = self._token
+            "spark.kubernetes.authenticate.oauthToken": self._token,
+            "spark.kubernetes.authenticate.submission.oauthToken": self._token,
+        }
         return conf
 
     def kubeconfig_dict(self) -> dict[str, Any]:
         """The kubeconfig written to :attr:`kubeconfig`, as data."""
-        user: dict[str, Any] = {"token": self._token} if self._token else {}
         return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": CONTEXT_NAME, "cluster": {"server": self.url}}],
-            "users": [{"name": CONTEXT_NAME, "user": user}],
+            "users": [{"name": CONTEXT_NAME, "user": {"token": self._token}}],
             "contexts": [
                 {
                     "name": CONTEXT_NAME,
@@ -294,6 +301,14 @@ class LocalCluster:
             if signal.getsignal(sig) is _exit_on_signal:
                 signal.signal(sig, previous)
         self._previous_handlers.clear()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by this user only (it holds the token), whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o600)  # the file may have existed with a wider mode
+        handle.write(text)
 
 
 def _exit_on_signal(signum: int, frame: FrameType | None) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
 import pytest
 from cli_support import APPS, IMAGE, AccessReviews, OnWatch, cli
 
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, SERVICES
+from k8s_backend.cli.properties import parse_properties
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS, SERVICES
 from k8s_backend.testing.fake import Call, FakeKubernetes
 
 MASTER = "pyk8s://https://k8s.test:6443"
@@ -19,7 +22,11 @@ def submit(*extra: str, app: str = str(APPS / "pi.py")) -> list[str]:
 
 def object_creations(fake: FakeKubernetes) -> list[Call]:
     """Creations of objects (access reviews, which the fake refuses, are questions, not objects)."""
-    return [c for c in fake.calls_of("create") if c.resource_plural in ("pods", "services", "configmaps")]
+    return [
+        c
+        for c in fake.calls_of("create")
+        if c.resource_plural in ("pods", "services", "secrets", "configmaps")
+    ]
 
 
 def finish(fake: FakeKubernetes, code: int) -> None:
@@ -126,6 +133,56 @@ def test_the_namespace_is_used_everywhere() -> None:
     assert "submission ID team:" in result.err
 
 
+DRIVER_TOKENS = (
+    "--conf",
+    "spark.kubernetes.authenticate.driver.oauthToken=TOPSECRET",
+    "--conf",
+    "spark.kubernetes.authenticate.oauthToken=TOPSECRET2",
+)
+
+
+def test_the_driver_token_goes_into_a_secret_owned_by_the_driver_pod_never_the_config_map() -> None:
+    fake = FakeKubernetes()
+    api = AccessReviews(fake, denied=())
+    result = cli(submit(*DRIVER_TOKENS, "--conf", "spark.kubernetes.submission.waitAppCompletion=false"), api)
+    assert result.code == 0, result.err
+    (pod,) = fake.objects(PODS)
+    (config_map,) = fake.objects(CONFIG_MAPS)
+    (secret,) = fake.objects(SECRETS)
+    assert "TOPSECRET" not in json.dumps([pod, config_map, fake.objects(SERVICES)])
+    assert [c.resource_plural for c in object_creations(fake)] == [
+        "pods",
+        "services",
+        "secrets",
+        "configmaps",
+    ]
+    assert ("create", "secrets") in api.reviews
+    assert secret["metadata"]["name"] == pod["metadata"]["name"] + "-token"
+    assert base64.b64decode(secret["data"]["token"]).decode() == "TOPSECRET2"
+    (owner,) = secret["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"]) == ("Pod", pod["metadata"]["uid"])
+    assert (
+        secret["metadata"]["labels"]["spark-app-selector"] == pod["metadata"]["labels"]["spark-app-selector"]
+    )
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    (mount,) = [m for m in pod["spec"]["containers"][0]["volumeMounts"] if "secrets" in m["mountPath"]]
+    assert volumes[mount["name"]]["secret"]["secretName"] == secret["metadata"]["name"]
+    assert mount["readOnly"] is True
+    props = parse_properties(config_map["data"]["spark.properties"])
+    assert props["spark.kubernetes.authenticate.oauthTokenFile"] == mount["mountPath"] + "/token"
+    fake.delete(PODS, "default", pod["metadata"]["name"])
+    assert fake.objects(SECRETS) == []  # it goes with the driver pod
+
+
+def test_a_failed_step_after_the_secret_deletes_it_too() -> None:
+    fake = FakeKubernetes()
+    fake.fail_next("create", CONFIG_MAPS, status=500, count=1, message="etcd is sad")
+    result = cli(submit(*DRIVER_TOKENS), fake)
+    assert result.code == 1
+    assert fake.calls_of("create", SECRETS)
+    assert fake.objects(PODS) == [] and fake.objects(SECRETS) == [] and fake.objects(SERVICES) == []
+
+
 def test_verbose_prints_the_properties_with_secrets_hidden() -> None:
     fake = FakeKubernetes()
     result = cli(
@@ -133,13 +190,15 @@ def test_verbose_prints_the_properties_with_secrets_hidden() -> None:
             "--verbose",
             "--conf",
             "spark.kubernetes.authenticate.submission.oauthToken=s3cret",
+            *DRIVER_TOKENS,
             "--conf",
             "spark.kubernetes.submission.waitAppCompletion=false",
         ),
         fake,
     )
     assert "(spark.kubernetes.authenticate.submission.oauthToken,*********(redacted))" in result.err
-    assert "s3cret" not in result.err
+    assert "(spark.kubernetes.authenticate.driver.oauthToken,*********(redacted))" in result.err
+    assert "s3cret" not in result.err and "TOPSECRET" not in result.err + result.out
     assert "(spark.submit.deployMode,cluster)" in result.err
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -312,20 +314,122 @@ def test_the_driver_master_for_each_kind_of_cluster(app: Path) -> None:
     assert driver_master(explicit, "http://127.0.0.1:1") == "pyk8s://https://10.0.0.1:443"
 
 
-def test_a_loopback_driver_borrows_the_submission_token(app: Path) -> None:
-    sub = submission(app, "--conf", "spark.kubernetes.authenticate.submission.oauthToken=tok")
-    p = plan_cluster(sub, "pyk8s://http://127.0.0.1:5", api_url="http://127.0.0.1:5", names=NAMES, environ={})
-    assert p.properties["spark.kubernetes.authenticate.oauthToken"] == "tok"
-    assert "spark.kubernetes.authenticate.oauthToken" not in plan(sub).properties
+LOOPBACK = "http://127.0.0.1:5"
+TOKEN_FILE = "/opt/spark/secrets/k8s-token/token"
+
+
+def loopback_plan(sub: Submission, **kwargs: str) -> ClusterPlan:
+    return plan_cluster(sub, "pyk8s://" + LOOPBACK, api_url=LOOPBACK, names=NAMES, environ={}, **kwargs)
+
+
+def token_of(secret: dict[str, Any]) -> str:
+    return base64.b64decode(secret["data"]["token"]).decode()
+
+
+def assert_no_token_text(p: ClusterPlan, *tokens: str) -> None:
+    text = json.dumps([p.pod, p.properties, p.data, p.binary, p.config_map(POD)])
+    for token in tokens:
+        assert token not in text
+
+
+def test_a_loopback_driver_borrows_the_submission_token_through_a_secret(app: Path) -> None:
+    sub = submission(app, "--conf", "spark.kubernetes.authenticate.submission.oauthToken=tok-sub")
+    p = loopback_plan(sub)
+    assert p.properties["spark.kubernetes.authenticate.oauthTokenFile"] == TOKEN_FILE
+    assert parse_properties(p.data["spark.properties"])["spark.kubernetes.authenticate.oauthTokenFile"] == (
+        TOKEN_FILE
+    )
+    secret = p.secret(POD)
+    assert secret is not None and token_of(secret) == "tok-sub"
+    assert_no_token_text(p, "tok-sub")
+    assert plan(sub).secret(POD) is None  # an in-cluster driver uses its service account
+    assert "spark.kubernetes.authenticate.oauthTokenFile" not in plan(sub).properties
     own = submission(
         app,
         "--conf",
-        "spark.kubernetes.authenticate.submission.oauthToken=tok",
+        "spark.kubernetes.authenticate.submission.oauthToken=tok-sub",
         "--conf",
         "spark.kubernetes.authenticate.oauthToken=driver-tok",
     )
-    p = plan_cluster(own, "pyk8s://http://127.0.0.1:5", api_url="http://127.0.0.1:5", names=NAMES, environ={})
-    assert p.properties["spark.kubernetes.authenticate.oauthToken"] == "driver-tok"
+    own_secret = loopback_plan(own).secret(POD)
+    assert own_secret is not None and token_of(own_secret) == "driver-tok"
+
+
+def test_a_local_cluster_token_reaches_the_driver_through_a_secret(app: Path) -> None:
+    p = loopback_plan(submission(app), submission_token="local-tok")
+    secret = p.secret(POD)
+    assert secret is not None and token_of(secret) == "local-tok"
+    assert p.properties["spark.kubernetes.authenticate.oauthTokenFile"] == TOKEN_FILE
+    assert_no_token_text(p, "local-tok")
+    assert "local-tok" not in repr(p)
+
+
+@pytest.mark.parametrize(
+    ("given", "file_key"),
+    [
+        (
+            "spark.kubernetes.authenticate.driver.oauthToken",
+            "spark.kubernetes.authenticate.driver.oauthTokenFile",
+        ),
+        (
+            "spark.kubernetes.authenticate.driver.mounted.oauthToken",
+            "spark.kubernetes.authenticate.driver.mounted.oauthTokenFile",
+        ),
+        ("spark.kubernetes.authenticate.oauthToken", "spark.kubernetes.authenticate.oauthTokenFile"),
+    ],
+)
+def test_a_driver_token_goes_into_a_secret_mounted_into_the_driver(
+    app: Path, given: str, file_key: str
+) -> None:
+    p = plan(submission(app, "--conf", f"{given}=TOPSECRET"))
+    assert_no_token_text(p, "TOPSECRET")
+    assert not [k for k in p.properties if k.endswith("oauthToken")]
+    assert p.properties[file_key] == TOKEN_FILE
+    secret = p.secret({**POD, "metadata": {**POD["metadata"], "namespace": "team"}})
+    assert secret is not None and token_of(secret) == "TOPSECRET"
+    assert secret["metadata"]["name"] == "myapp-driver-token"
+    assert secret["metadata"]["namespace"] == "team"
+    assert secret["metadata"]["labels"]["spark-app-selector"] == NAMES.app_id
+    assert secret["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    container = p.pod["spec"]["containers"][0]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/opt/spark/secrets/k8s-token"]
+    assert mount["readOnly"] is True
+    (volume,) = [v for v in p.pod["spec"]["volumes"] if v["name"] == mount["name"]]
+    assert volume["secret"]["secretName"] == "myapp-driver-token"
+    # A kubelet running the pod on this host substitutes the file's local path for the argument.
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["K8S_BACKEND_API_TOKEN_FILE"] == TOKEN_FILE
+    assert f"{file_key}=$(K8S_BACKEND_API_TOKEN_FILE)" in container["args"]
+
+
+def test_only_the_token_the_driver_would_use_is_kept(app: Path) -> None:
+    both = plan(
+        submission(
+            app,
+            "--conf",
+            "spark.kubernetes.authenticate.driver.oauthToken=TOPSECRET",
+            "--conf",
+            "spark.kubernetes.authenticate.oauthToken=TOPSECRET2",
+        )
+    )
+    secret = both.secret(POD)
+    assert secret is not None and token_of(secret) == "TOPSECRET2"  # the plain family is read first
+    assert_no_token_text(both, "TOPSECRET", "TOPSECRET2")
+    # Credentials of a family read before the token's: the driver would never use the token.
+    unused = plan(
+        submission(
+            app,
+            "--conf",
+            "spark.kubernetes.authenticate.driver.mounted.caCertFile=/ca.crt",
+            "--conf",
+            "spark.kubernetes.authenticate.driver.oauthToken=TOPSECRET",
+        )
+    )
+    assert unused.secret(POD) is None
+    assert_no_token_text(unused, "TOPSECRET")
+    no_token = plan(submission(app))
+    assert no_token.secret(POD) is None
+    assert all(v["name"] != "k8s-backend-api-token" for v in no_token.pod["spec"]["volumes"])
 
 
 def test_custom_ports_reach_pod_and_service(app: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ from cli_support import APPS, OnWatch, cli
 
 from k8s_backend.cli.driver_log import FileLogSource, LogFollower, api_log_source
 from k8s_backend.cli.properties import parse_properties
-from k8s_backend.kube.port import CONFIG_MAPS, PODS
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS
 from k8s_backend.testing.fake import FakeKubernetes
 
 
@@ -25,9 +26,10 @@ class StandInKubelet:
 
 
 class StandInCluster:
-    """What cluster mode uses of a LocalCluster: url, api(), kubelet.log_path()."""
+    """What cluster mode uses of a LocalCluster: url, token, api(), kubelet.log_path()."""
 
     url = "http://127.0.0.1:39999"
+    token = "stand-in-token"
 
     def __init__(self, api: Any, log: Path) -> None:
         self._api = api
@@ -84,6 +86,11 @@ def test_cluster_mode_on_the_local_cluster_points_the_driver_at_it_and_follows_i
     props = parse_properties(config_map["data"]["spark.properties"])
     assert props["spark.master"] == "pyk8s://http://127.0.0.1:39999"
     assert props["spark.kubernetes.container.image"].startswith("apache/spark:")
+    # The driver reaches the cluster with its token, from a Secret rather than the ConfigMap.
+    assert "stand-in-token" not in str(config_map)
+    assert props["spark.kubernetes.authenticate.oauthTokenFile"] == "/opt/spark/secrets/k8s-token/token"
+    (secret,) = fake.objects(SECRETS)
+    assert base64.b64decode(secret["data"]["token"]).decode() == "stand-in-token"
 
 
 def test_file_log_source_waits_for_the_file_and_drains_it_after_stop(tmp_path: Path) -> None:

@@ -164,7 +164,15 @@ def test_the_local_command_prints_how_to_connect_and_stops_on_ctrl_c(tmp_path: P
     url = next(line.split()[-1] for line in lines if line.strip().startswith("API server:"))
     assert f"pyspark --master k8s://{url}" in text
     assert f"export KUBECONFIG={tmp_path / 'work' / 'kubeconfig'}" in text
-    with urllib.request.urlopen(url + "/api/v1/namespaces/default/pods", timeout=10) as response:
+    token = text.split("spark.kubernetes.authenticate.oauthToken=")[1].split()[0]
+    assert len(token) >= 32  # a random token by default: the kubelet runs any pod's command here
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url + "/api/v1/namespaces/default/pods", timeout=10)
+    assert refused.value.code == 401
+    pods = urllib.request.Request(
+        url + "/api/v1/namespaces/default/pods", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(pods, timeout=10) as response:
         assert json.loads(response.read())["kind"] == "PodList"
     command.send_signal(signal.SIGINT)
     command.communicate(timeout=30)
@@ -186,3 +194,47 @@ def test_api_errors_come_back_typed() -> None:
     with LocalCluster(run_processes=False) as cluster, pytest.raises(ApiError) as missing:
         cluster.api().get(PODS, "default", "absent")
     assert missing.value.status == 404
+
+
+def test_by_default_a_random_token_keeps_others_from_running_commands_here(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": [
+        {"name": "c", "image": "busybox", "command": ["/bin/sh", "-c", f"id > {marker}"]}]}}  # fmt: skip
+    with LocalCluster() as cluster, LocalCluster() as other:
+        assert len(cluster.token) >= 32 and cluster.token != other.token
+        request = urllib.request.Request(
+            cluster.url + "/api/v1/namespaces/default/pods",
+            data=json.dumps(pod).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 401
+        assert cluster.fake.objects(PODS) == []
+        # Everything the cluster hands out carries the token.
+        assert yaml.safe_load(cluster.kubeconfig.read_text())["users"][0]["user"] == {"token": cluster.token}
+        conf = cluster.spark_conf()
+        assert conf["spark.kubernetes.authenticate.oauthToken"] == cluster.token
+        assert conf["spark.kubernetes.authenticate.submission.oauthToken"] == cluster.token
+        assert cluster.api().list(PODS, "default").items == []
+    assert not marker.exists()
+
+
+def test_an_empty_token_is_refused() -> None:
+    with pytest.raises(ValueError, match="non-empty token"):
+        LocalCluster(token="")
+
+
+def test_the_kubeconfig_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "kubeconfig").write_text("old")
+    (work / "kubeconfig").chmod(0o666)  # an earlier file with a wide mode is narrowed too
+    old_umask = os.umask(0)
+    try:
+        with LocalCluster(run_processes=False, token="s3cret", work_dir=work) as cluster:
+            assert "s3cret" in cluster.kubeconfig.read_text()
+            assert cluster.kubeconfig.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old_umask)

@@ -16,6 +16,7 @@ from k8s_backend.kube.port import (
     POD_GROUPS,
     PODS,
     PVCS,
+    SECRETS,
     SERVICES,
     STRATEGIC_MERGE_PATCH,
     BadRequestError,
@@ -46,6 +47,7 @@ BODIES: dict[str, dict[str, Any]] = {
         "metadata": {"name": "x"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     },
+    "secrets": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}, "data": {"token": "dG9r"}},
     "podgroups": {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
@@ -55,7 +57,9 @@ BODIES: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("resource", [CONFIG_MAPS, SERVICES, PVCS, POD_GROUPS], ids=lambda r: r.plural)
+@pytest.mark.parametrize(
+    "resource", [CONFIG_MAPS, SERVICES, SECRETS, PVCS, POD_GROUPS], ids=lambda r: r.plural
+)
 def test_crud_of_each_namespaced_kind(
     api: OfficialKubernetesApi, fake: FakeKubernetes, resource: Resource
 ) -> None:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+import argparse
+import io
+import threading
+from pathlib import Path
 
-from k8s_backend.cli.local import describe
+import pytest
+import yaml
+
+from k8s_backend.cli.local import configure_parser, describe, exposure_problem, is_loopback, run_local
 from k8s_backend.cli.main import main
 
 
@@ -30,3 +36,46 @@ def test_instructions_cover_kubectl_spark_and_the_token() -> None:
     assert "--conf spark.kubernetes.container.image=apache/spark:4.0.0" in text
     assert "spark.kubernetes.authenticate.oauthToken=s3cret" in text
     assert "oauthToken" not in describe("http://h:1", "/k", "/w", None, "img")
+
+
+def test_an_empty_token_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["local", "--token", "", "--no-processes"]) == 2
+    assert "--token is empty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"])
+def test_loopback_hosts_are_recognised(host: str) -> None:
+    assert is_loopback(host)
+    assert exposure_problem(host, None) is None
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "::", "example.com"])
+def test_a_host_reachable_from_elsewhere_needs_a_token(host: str) -> None:
+    assert not is_loopback(host)
+    problem = exposure_problem(host, None)
+    assert problem is not None and f"--host {host}" in problem and "--token" in problem
+    assert exposure_problem(host, "s3cret") is None
+
+
+def test_the_command_uses_a_random_token_and_prints_it(tmp_path: Path) -> None:
+    out, ready, stop = io.StringIO(), threading.Event(), threading.Event()
+    args = parse(["local", "--no-processes", "--work-dir", str(tmp_path)])
+    runner = threading.Thread(
+        target=run_local, args=(args,), kwargs={"out": out, "ready": ready, "stop": stop}
+    )
+    runner.start()
+    try:
+        assert ready.wait(30)
+    finally:
+        stop.set()
+        runner.join(30)
+    kubeconfig = yaml.safe_load((tmp_path / "kubeconfig").read_text())
+    token = kubeconfig["users"][0]["user"]["token"]
+    assert len(token) >= 32
+    assert f"spark.kubernetes.authenticate.oauthToken={token}" in out.getvalue()
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    configure_parser(parser)
+    return parser.parse_args(argv[1:])

@@ -369,6 +369,7 @@ def test_volumes_secret_items_sub_path_and_shared_claims(tmp_path: Path) -> None
         pod, tmp_path / "pod", shared_dir=tmp_path / "shared", lookup=lookup_from(objects), runtime=RUNTIME
     )
     assert (Path(volumes["sec"]) / "dir" / "file").read_bytes() == b"v"
+    assert (Path(volumes["sec"]) / "dir" / "file").stat().st_mode & 0o777 == 0o600  # this user's only
     assert volumes["data"] == str(tmp_path / "shared" / "pvcs" / "ns" / "claim-1")
     assert volumes["host"] == "/etc"
     assert (Path(volumes["info"]) / "name").read_text() == "p"

@@ -49,6 +49,8 @@ def _project(
             return
         raise ContainerConfigError(f'{kind.lower()} "{name}" not found')
     files = _files_of(kind, obj)
+    if kind == "Secret" and default_mode is None:
+        default_mode = 0o600  # every "container" runs as this user: other local users get nothing
     items = source.get("items")
     if not items:
         for key, content in files.items():

@@ -1,0 +1,91 @@
+"""The cluster-mode driver's API token: kept out of the ConfigMap, handed over in a Secret.
+
+A ConfigMap is readable by anyone who may read ConfigMaps, so no ``*oauthToken`` value goes into
+the driver's ``spark.properties``. When the driver needs a token (one given for the driver, or the
+submission's own when the driver reuses the submission's loopback server) it goes into a Secret
+owned by the driver pod and mounted read-only into the driver container; the driver's properties
+name the mounted file instead (``<family>oauthTokenFile``), as Spark's
+DriverKubernetesCredentialsFeatureStep does.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+
+from k8s_backend.conf.keys_driver import AUTH_PREFIXES
+from k8s_backend.kube.port import Obj
+from k8s_backend.pods.objects import owner_reference
+
+TOKEN_VOLUME = "k8s-backend-api-token"
+TOKEN_MOUNT_DIR = "/opt/spark/secrets/k8s-token"
+TOKEN_KEY = "token"
+TOKEN_FILE = f"{TOKEN_MOUNT_DIR}/{TOKEN_KEY}"
+TOKEN_FILE_ENV = "K8S_BACKEND_API_TOKEN_FILE"
+"""Holds :data:`TOKEN_FILE`; the driver's arguments name ``$(K8S_BACKEND_API_TOKEN_FILE)`` so that a
+kubelet running the pod on this host (a local cluster) substitutes the file's local path."""
+
+_SUBMISSION = "spark.kubernetes.authenticate.submission."
+_DRIVER_FAMILIES = tuple(p for p in AUTH_PREFIXES if p != _SUBMISSION)
+_CREDENTIAL_SUFFIXES = ("oauthToken", "oauthTokenFile", "caCertFile", "clientKeyFile", "clientCertFile")
+
+
+def is_token_key(key: str) -> bool:
+    """Whether ``key`` holds a token value (never written into a ConfigMap)."""
+    return key.startswith("spark.kubernetes.authenticate.") and key.endswith("oauthToken")
+
+
+def move_token_to_file(properties: dict[str, str]) -> tuple[str | None, str | None]:
+    """Remove every token value from ``properties``; returns ``(token, key)``: the token the driver
+    would use (from the first credentials family with any key set, as the driver reads them) and the
+    ``oauthTokenFile`` key now naming :data:`TOKEN_FILE`, or ``(None, None)`` when it needs none."""
+    token: str | None = None
+    key: str | None = None
+    family = _driver_family(properties)
+    if family is not None and properties.get(family + "oauthToken"):
+        token, key = properties[family + "oauthToken"], family + "oauthTokenFile"
+    for name in [k for k in properties if is_token_key(k)]:
+        del properties[name]
+    if key is not None:
+        properties[key] = TOKEN_FILE
+    return token, key
+
+
+def _driver_family(properties: Mapping[str, str]) -> str | None:
+    for prefix in _DRIVER_FAMILIES:
+        if any(prefix + suffix in properties for suffix in _CREDENTIAL_SUFFIXES):
+            return prefix
+    return None
+
+
+def secret_name(pod_name: str, fallback_prefix: str) -> str:
+    """``<driver pod>-token``, or ``<fallback_prefix>-token`` when that would be too long."""
+    name = f"{pod_name}-token"
+    return name if len(name) <= 253 else f"{fallback_prefix}-token"
+
+
+def build_secret(name: str, namespace: str, labels: Mapping[str, str], token: str, driver_pod: Obj) -> Obj:
+    """The Secret holding the driver's token, owned by the driver pod."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(labels),
+            "ownerReferences": [owner_reference(driver_pod)],
+        },
+        "type": "Opaque",
+        "immutable": True,
+        "data": {TOKEN_KEY: base64.b64encode(token.encode()).decode("ascii")},
+    }
+
+
+def volume(secret: str) -> Obj:
+    """The pod volume projecting the token Secret (Kubernetes' default file mode: the image's user, not
+    root, must be able to read it)."""
+    return {"name": TOKEN_VOLUME, "secret": {"secretName": secret}}
+
+
+def volume_mount() -> Obj:
+    return {"name": TOKEN_VOLUME, "mountPath": TOKEN_MOUNT_DIR, "readOnly": True}
