@@ -71,7 +71,7 @@ def crash(dead: Any) -> None:
 def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(cluster: LocalCluster) -> None:
     first = backend(cluster, conf())
     first.start()
-    assert cluster.wait_until(lambda: running(cluster, 2), 30)
+    assert cluster.wait_until(lambda: running(cluster, 2), 60)
     crash(first)
     before = set(executors(cluster))
 
@@ -79,7 +79,7 @@ def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(cluster
     second.start()
     try:
         second.request_total_executors({0: 3})
-        assert cluster.wait_until(lambda: running(cluster, 3), 30)
+        assert cluster.wait_until(lambda: running(cluster, 3), 60)
         after = set(executors(cluster))
         assert before < after, "the live executors were adopted, not replaced"
         assert after - before == {str(max(int(i) for i in before) + 1)}, "ids continue above the highest"
@@ -91,14 +91,14 @@ def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(cluster
 def test_a_new_driver_deletes_executors_that_talk_to_the_old_one(cluster: LocalCluster) -> None:
     first = backend(cluster, conf())
     first.start()
-    assert cluster.wait_until(lambda: running(cluster, 2), 30)
+    assert cluster.wait_until(lambda: running(cluster, 2), 60)
     crash(first)
     old = set(executors(cluster))
 
     second = backend(cluster, conf(), driver_url="spark://CoarseGrainedScheduler@127.0.0.2:7078")
     second.start()
     try:
-        assert cluster.wait_until(lambda: running(cluster, 2) and not (set(executors(cluster)) & old), 30)
+        assert cluster.wait_until(lambda: running(cluster, 2) and not (set(executors(cluster)) & old), 60)
     finally:
         second.stop()
 
@@ -121,7 +121,7 @@ def test_executors_that_cannot_fit_fail_a_hard_gang_with_the_unschedulable_reaso
     hard.start()
     try:
         assert not hard.sufficient_resources_registered()
-        assert cluster.wait_until(lambda: bool(failures), 30)
+        assert cluster.wait_until(lambda: bool(failures), 60)
         assert hard.state is BackendState.FAILED
         assert "Unschedulable" in failures[0] and "Insufficient memory" in failures[0], failures[0]
         histories = hard.status()["executors"]["histories"]
