@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from k8s_backend.testing.kubelet.nodes import Node
+from k8s_backend.local.kubelet.nodes import Node
 
 DEFAULT_IMAGE = "apache/spark:4.0.0"
 LOOPBACK_NAMES = ("localhost",)
@@ -127,7 +127,7 @@ def run_local(
     stop: threading.Event | None = None,
 ) -> int:
     """Run the cluster until Ctrl-C, SIGTERM or ``stop`` is set; ``ready`` is set once it is up."""
-    from k8s_backend.testing.local_cluster import LocalCluster
+    from k8s_backend.local.cluster import LocalCluster
 
     stream = out or sys.stdout
     try:

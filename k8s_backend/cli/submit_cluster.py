@@ -377,7 +377,7 @@ def _connection(
 
 
 def _default_local_cluster() -> contextlib.AbstractContextManager[Any]:
-    from k8s_backend.testing.local_cluster import LocalCluster
+    from k8s_backend.local.cluster import LocalCluster
 
     return LocalCluster()
 

@@ -142,7 +142,7 @@ class BackendFactory:
     def _make_local_cluster(self) -> contextlib.AbstractContextManager[Any]:
         if self._local_cluster is not None:
             return self._local_cluster()
-        from k8s_backend.testing.local_cluster import LocalCluster
+        from k8s_backend.local.cluster import LocalCluster
 
         return LocalCluster()
 

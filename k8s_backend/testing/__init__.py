@@ -2,30 +2,32 @@
 
 - :class:`FakeKubernetes`: an in-memory Kubernetes API with real semantics (resourceVersion, selectors,
   watch, 409/410/422, deletionTimestamp, owner-reference GC, fault injection).
-- :class:`LocalCluster`: an HTTP Kubernetes API server on 127.0.0.1 plus a process kubelet, so real Spark
-  runs on "pods" without a cluster.
+- :class:`ManualClock` and :class:`DeterministicScheduler`: time and threads under the test's control.
+- ``LocalCluster`` is kept here as an alias of :class:`k8s_backend.local.LocalCluster`, the product kit
+  that runs real Spark on local "pods".
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from k8s_backend.testing.fake import FakeKubernetes
-    from k8s_backend.testing.local_cluster import LocalCluster
+from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 
-__all__ = ["FakeKubernetes", "LocalCluster"]
+if TYPE_CHECKING:
+    from k8s_backend.local.cluster import LocalCluster
+    from k8s_backend.testing.fake import FakeKubernetes
+
+__all__ = ["DeterministicScheduler", "FakeKubernetes", "LocalCluster", "ManualClock"]
 
 
 def __getattr__(name: str) -> Any:
-    # Imported lazily: LocalCluster brings an HTTP server and process management that most users of
-    # FakeKubernetes do not need.
+    # Imported lazily: the fake's semantics and the local cluster are more than most tests need.
     if name == "FakeKubernetes":
         from k8s_backend.testing.fake import FakeKubernetes
 
         return FakeKubernetes
     if name == "LocalCluster":
-        from k8s_backend.testing.local_cluster import LocalCluster
+        from k8s_backend.local.cluster import LocalCluster
 
         return LocalCluster
     raise AttributeError(f"module 'k8s_backend.testing' has no attribute {name!r}")

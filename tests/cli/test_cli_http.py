@@ -12,7 +12,7 @@ from cli_support import APPS, IMAGE, AccessReviews, cli
 
 from k8s_backend.cli.cluster_api import official_connector
 from k8s_backend.kube.retry import RetryPolicy
-from k8s_backend.testing.apiserver import ApiServer
+from k8s_backend.local.apiserver import ApiServer
 from k8s_backend.testing.fake import FakeKubernetes
 
 pytestmark = pytest.mark.http

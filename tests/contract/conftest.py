@@ -38,7 +38,7 @@ def http_adapter() -> Iterator[tuple[KubernetesApi, Control]]:
     from k8s_backend.conf.model import ApiClientConf
     from k8s_backend.kube.client import OfficialKubernetesApi
     from k8s_backend.kube.retry import RetryPolicy
-    from k8s_backend.testing.apiserver import ApiServer
+    from k8s_backend.local.apiserver import ApiServer
 
     fake = FakeKubernetes()
     with ApiServer(fake, token="contract-token") as server:

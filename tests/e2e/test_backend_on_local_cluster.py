@@ -11,8 +11,8 @@ import pytest
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.backend_state import BackendState
 from k8s_backend.kube.port import PODS
+from k8s_backend.local.kubelet.nodes import Node
 from k8s_backend.testing import LocalCluster
-from k8s_backend.testing.kubelet.nodes import Node
 
 pytestmark = pytest.mark.e2e
 

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from k8s_backend.kube.port import PODS
+from k8s_backend.local.kubelet.processes import session_members
 from k8s_backend.testing import LocalCluster
-from k8s_backend.testing.kubelet.processes import session_members
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,7 @@ import pytest
 from http_helpers import TOKEN, Raw, make_api
 
 from k8s_backend.kube.client import OfficialKubernetesApi
-from k8s_backend.testing.apiserver import ApiServer
+from k8s_backend.local.apiserver import ApiServer
 from k8s_backend.testing.fake import FakeKubernetes
 
 

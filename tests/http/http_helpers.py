@@ -9,7 +9,7 @@ from typing import Any
 from k8s_backend.conf.model import ApiClientConf
 from k8s_backend.kube.client import OfficialKubernetesApi
 from k8s_backend.kube.retry import RetryPolicy
-from k8s_backend.testing.apiserver import ApiServer
+from k8s_backend.local.apiserver import ApiServer
 
 TOKEN = "test-token"
 

@@ -28,7 +28,7 @@ from k8s_backend.kube.port import (
     ServerError,
     UnauthorizedError,
 )
-from k8s_backend.testing.apiserver import ApiServer, RequestRecord
+from k8s_backend.local.apiserver import ApiServer, RequestRecord
 from k8s_backend.testing.fake import FakeKubernetes
 
 pytestmark = pytest.mark.http

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from k8s_backend.kube.port import NAMESPACES, POD_GROUPS, PODS, GoneError, TooManyRequestsError
-from k8s_backend.testing.apiserver import discovery, status
-from k8s_backend.testing.apiserver.endpoints import Endpoints, is_watch
-from k8s_backend.testing.apiserver.routes import DiscoveryRoute, ResourceRoute, RouteError, parse_path
-from k8s_backend.testing.apiserver.streaming import event_lines
-from k8s_backend.testing.apiserver.websocket import (
+from k8s_backend.local.apiserver import discovery, status
+from k8s_backend.local.apiserver.endpoints import Endpoints, is_watch
+from k8s_backend.local.apiserver.routes import DiscoveryRoute, ResourceRoute, RouteError, parse_path
+from k8s_backend.local.apiserver.streaming import event_lines
+from k8s_backend.local.apiserver.websocket import (
     OP_BINARY,
     OP_TEXT,
     accept_key,

@@ -14,8 +14,8 @@ from http_helpers import TOKEN, make_api, pod
 
 from k8s_backend.kube.client import OfficialKubernetesApi
 from k8s_backend.kube.port import PODS, GoneError, ServerError, WatchEvent
-from k8s_backend.testing.apiserver import ApiServer
-from k8s_backend.testing.apiserver.websocket import (
+from k8s_backend.local.apiserver import ApiServer
+from k8s_backend.local.apiserver.websocket import (
     OP_CLOSE,
     OP_PING,
     OP_PONG,

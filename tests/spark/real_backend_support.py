@@ -21,8 +21,8 @@ from typing import Any
 import attrs
 
 from k8s_backend.kube.port import PODS
-from k8s_backend.testing.kubelet.container import EXECUTOR_MAIN
-from k8s_backend.testing.kubelet.processes import process_table
+from k8s_backend.local.kubelet.container import EXECUTOR_MAIN
+from k8s_backend.local.kubelet.processes import process_table
 
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # JVM start-up speed on small machines
 BASE_CONF = {

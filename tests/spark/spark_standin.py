@@ -18,7 +18,7 @@ import pyspark
 
 from k8s_backend.conf.model import ResourceProfile
 from k8s_backend.driver import ExecutorLoss
-from k8s_backend.testing.kubelet.container import EXECUTOR_MAIN, JDK_MODULE_OPTIONS
+from k8s_backend.local.kubelet.container import EXECUTOR_MAIN, JDK_MODULE_OPTIONS
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 

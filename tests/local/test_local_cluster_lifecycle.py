@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from k8s_backend.kube.port import PODS, ApiError
+from k8s_backend.local.kubelet.processes import session_members
 from k8s_backend.testing import LocalCluster
-from k8s_backend.testing.kubelet.processes import session_members
 
 Obj = dict[str, Any]
 PY = sys.executable

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from k8s_backend.kube.port import PODS, NotFoundError, Obj
+from k8s_backend.local.kubelet import ProcessKubelet
 from k8s_backend.testing.fake import FakeKubernetes
-from k8s_backend.testing.kubelet import ProcessKubelet
 
 PY = sys.executable
 

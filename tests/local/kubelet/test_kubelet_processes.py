@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kubelet_support import ReadySignal
 
-from k8s_backend.testing.kubelet.processes import (
+from k8s_backend.local.kubelet.processes import (
     ExitStatus,
     ProcessHandle,
     ProcessSupervisor,

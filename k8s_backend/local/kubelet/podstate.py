@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
-    from k8s_backend.testing.kubelet.processes import ProcessHandle
+    from k8s_backend.local.kubelet.processes import ProcessHandle
 
 Obj = dict[str, Any]
 

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi, NotFoundError, Obj, Resource
+from k8s_backend.local.kubelet.container import HostEnvironment
+from k8s_backend.local.kubelet.images import ImagePolicy
+from k8s_backend.local.kubelet.loop import EventLoop
+from k8s_backend.local.kubelet.nodes import Node, NodePool
+from k8s_backend.local.kubelet.podstate import RUNNING, TERMINATED, PodRecord
+from k8s_backend.local.kubelet.processes import ProcessHandle, ProcessSupervisor
+from k8s_backend.local.kubelet.runtime import ContainerRuntime
 from k8s_backend.scheduling.clock import Clock, SystemClock
-from k8s_backend.testing.kubelet.container import HostEnvironment
-from k8s_backend.testing.kubelet.images import ImagePolicy
-from k8s_backend.testing.kubelet.loop import EventLoop
-from k8s_backend.testing.kubelet.nodes import Node, NodePool
-from k8s_backend.testing.kubelet.podstate import RUNNING, TERMINATED, PodRecord
-from k8s_backend.testing.kubelet.processes import ProcessHandle, ProcessSupervisor
-from k8s_backend.testing.kubelet.runtime import ContainerRuntime
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 
 from k8s_backend.kube.port import ApiError, WatchStream
-from k8s_backend.testing.apiserver import status
-from k8s_backend.testing.apiserver.websocket import CLOSE_NORMAL, OP_CLOSE, OP_PING, WebSocket
+from k8s_backend.local.apiserver import status
+from k8s_backend.local.apiserver.websocket import CLOSE_NORMAL, OP_CLOSE, OP_PING, WebSocket
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from kubelet_support import (
 )
 
 from k8s_backend.kube.port import PODS
+from k8s_backend.local.kubelet import ProcessKubelet
 from k8s_backend.testing.fake import FakeKubernetes
-from k8s_backend.testing.kubelet import ProcessKubelet
 
 IGNORE_TERM = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN)"
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
 from k8s_backend.testing.fake import FakeKubernetes
-from k8s_backend.testing.kubelet import ImagePolicy, Node, ProcessKubelet
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from k8s_backend.testing.kubelet.podstate import PodRecord, qos_class, timestamp
+from k8s_backend.local.kubelet.podstate import PodRecord, qos_class, timestamp
 
 Obj = dict[str, Any]
 

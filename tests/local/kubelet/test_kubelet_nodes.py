@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from k8s_backend.testing.kubelet import Node, NodePool, Resources
-from k8s_backend.testing.kubelet.nodes import pod_requests
-from k8s_backend.testing.kubelet.quantity import cpu_millis, format_cpu, format_memory, memory_bytes
+from k8s_backend.local.kubelet import Node, NodePool, Resources
+from k8s_backend.local.kubelet.nodes import pod_requests
+from k8s_backend.local.kubelet.quantity import cpu_millis, format_cpu, format_memory, memory_bytes
 
 MI = 1024 * 1024
 

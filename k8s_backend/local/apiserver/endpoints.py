@@ -21,8 +21,8 @@ from k8s_backend.kube.port import (
     WatchStream,
     error_for_status,
 )
-from k8s_backend.testing.apiserver import status
-from k8s_backend.testing.apiserver.routes import ResourceRoute
+from k8s_backend.local.apiserver import status
+from k8s_backend.local.apiserver.routes import ResourceRoute
 from k8s_backend.testing.fake_patch import apply_patch
 
 _KNOWN = frozenset(KNOWN_RESOURCES)

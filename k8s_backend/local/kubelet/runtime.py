@@ -13,15 +13,15 @@ from functools import partial
 from pathlib import Path
 
 from k8s_backend.kube.port import CONFIG_MAPS, ApiError, KubernetesApi, Obj, Resource
+from k8s_backend.local.kubelet.container import HostEnvironment, translate
+from k8s_backend.local.kubelet.env import ContainerConfigError, ContainerStartError, PodRuntime
+from k8s_backend.local.kubelet.images import ImagePolicy
+from k8s_backend.local.kubelet.loop import EventLoop
+from k8s_backend.local.kubelet.nodes import Resources
+from k8s_backend.local.kubelet.podstate import RUNNING, TERMINATED, WAITING, ContainerRecord, PodRecord
+from k8s_backend.local.kubelet.processes import ExitStatus, ProcessSupervisor
+from k8s_backend.local.kubelet.volumes import container_mounts, materialize_volumes
 from k8s_backend.scheduling.clock import Clock
-from k8s_backend.testing.kubelet.container import HostEnvironment, translate
-from k8s_backend.testing.kubelet.env import ContainerConfigError, ContainerStartError, PodRuntime
-from k8s_backend.testing.kubelet.images import ImagePolicy
-from k8s_backend.testing.kubelet.loop import EventLoop
-from k8s_backend.testing.kubelet.nodes import Resources
-from k8s_backend.testing.kubelet.podstate import RUNNING, TERMINATED, WAITING, ContainerRecord, PodRecord
-from k8s_backend.testing.kubelet.processes import ExitStatus, ProcessSupervisor
-from k8s_backend.testing.kubelet.volumes import container_mounts, materialize_volumes
 
 log = logging.getLogger(__name__)
 

@@ -10,23 +10,23 @@ from typing import Any
 
 import pytest
 
-from k8s_backend.testing.kubelet.container import (
+from k8s_backend.local.kubelet.container import (
     EXECUTOR_MAIN,
     JDK_MODULE_OPTIONS,
     HostEnvironment,
     is_spark_container,
     translate,
 )
-from k8s_backend.testing.kubelet.env import (
+from k8s_backend.local.kubelet.env import (
     ContainerConfigError,
     ContainerStartError,
     PodRuntime,
     expand,
     resolve_env,
 )
-from k8s_backend.testing.kubelet.images import ImagePolicy, normalize_image
-from k8s_backend.testing.kubelet.nodes import Resources
-from k8s_backend.testing.kubelet.volumes import PathMapper, container_mounts, materialize_volumes
+from k8s_backend.local.kubelet.images import ImagePolicy, normalize_image
+from k8s_backend.local.kubelet.nodes import Resources
+from k8s_backend.local.kubelet.volumes import PathMapper, container_mounts, materialize_volumes
 
 Obj = dict[str, Any]
 RUNTIME = PodRuntime(pod_ip="127.0.0.1", host_ip="127.0.0.1", node_name="node-1")

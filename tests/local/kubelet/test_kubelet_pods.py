@@ -20,9 +20,9 @@ from kubelet_support import (
 )
 
 from k8s_backend.kube.port import CONFIG_MAPS, PODS
+from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
+from k8s_backend.local.kubelet.processes import session_members
 from k8s_backend.testing.fake import FakeKubernetes
-from k8s_backend.testing.kubelet import ImagePolicy, Node, ProcessKubelet
-from k8s_backend.testing.kubelet.processes import session_members
 
 Obj = dict[str, Any]
 IGNORE_TERM = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN)"

@@ -19,11 +19,11 @@ from urllib.parse import parse_qs, urlsplit
 import attrs
 
 from k8s_backend.kube.port import ApiError, Obj
-from k8s_backend.testing.apiserver import discovery, status
-from k8s_backend.testing.apiserver.endpoints import Endpoints, is_watch
-from k8s_backend.testing.apiserver.routes import DiscoveryRoute, ResourceRoute, RouteError, parse_path
-from k8s_backend.testing.apiserver.streaming import serve_chunked, serve_websocket
-from k8s_backend.testing.apiserver.websocket import accept_key, choose_protocol, is_upgrade
+from k8s_backend.local.apiserver import discovery, status
+from k8s_backend.local.apiserver.endpoints import Endpoints, is_watch
+from k8s_backend.local.apiserver.routes import DiscoveryRoute, ResourceRoute, RouteError, parse_path
+from k8s_backend.local.apiserver.streaming import serve_chunked, serve_websocket
+from k8s_backend.local.apiserver.websocket import accept_key, choose_protocol, is_upgrade
 
 log = logging.getLogger(__name__)
 

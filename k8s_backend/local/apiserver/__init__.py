@@ -5,6 +5,6 @@ custom resource (Volcano PodGroups) with list/watch (chunked or WebSocket), crea
 patch, delete and delete-collection, discovery, and ``Status`` error bodies.
 """
 
-from k8s_backend.testing.apiserver.server import ApiServer, RequestRecord
+from k8s_backend.local.apiserver.server import ApiServer, RequestRecord
 
 __all__ = ["ApiServer", "RequestRecord"]

@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-from k8s_backend.testing.kubelet.container import HostEnvironment, LocalCommand, translate
-from k8s_backend.testing.kubelet.images import ImagePolicy
-from k8s_backend.testing.kubelet.kubelet import ProcessKubelet
-from k8s_backend.testing.kubelet.nodes import Node, NodePool, Resources
+from k8s_backend.local.kubelet.container import HostEnvironment, LocalCommand, translate
+from k8s_backend.local.kubelet.images import ImagePolicy
+from k8s_backend.local.kubelet.kubelet import ProcessKubelet
+from k8s_backend.local.kubelet.nodes import Node, NodePool, Resources
 
 __all__ = [
     "HostEnvironment",

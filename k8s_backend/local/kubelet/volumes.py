@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from k8s_backend.testing.kubelet.env import ContainerConfigError, Lookup, PodRuntime, field_value
+from k8s_backend.local.kubelet.env import ContainerConfigError, Lookup, PodRuntime, field_value
 
 Obj = dict[str, Any]
 

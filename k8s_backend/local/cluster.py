@@ -1,0 +1,315 @@
+"""LocalCluster: a Kubernetes API server on 127.0.0.1 and a process kubelet, so real Spark runs "pods"
+without a cluster.
+
+    with LocalCluster() as cluster:
+        spark = SparkSession.builder.master("k8s://" + cluster.url)...
+
+On exit (normal, exception, Ctrl-C, SIGTERM or interpreter exit) every process the kubelet started is
+stopped: SIGTERM, then SIGKILL after ``stop_grace`` seconds.
+
+The kubelet runs any pod's command on this host, so the server always requires a bearer token (a random
+one unless given): :attr:`LocalCluster.kubeconfig` (written owner-only), :meth:`LocalCluster.api` and
+:meth:`LocalCluster.spark_conf` carry it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import secrets
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import yaml
+
+from k8s_backend.kube.port import NAMESPACES, PODS, ApiError
+from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
+from k8s_backend.testing.fake import FakeKubernetes
+
+if TYPE_CHECKING:
+    from k8s_backend.kube.client import OfficialKubernetesApi
+    from k8s_backend.local.apiserver import ApiServer
+
+log = logging.getLogger(__name__)
+
+CONTEXT_NAME = "k8s-backend-local"
+_HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_T = TypeVar("_T")
+
+
+def default_nodes(run_processes: bool) -> list[Node]:
+    """One node sized for this machine when processes really run; a huge one for allocation-only tests."""
+    if not run_processes:
+        return [Node.of("node-1", cpu="100000", memory="1000Ti")]
+    cpus = max(4, 2 * (os.cpu_count() or 2))
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        memory_mi = max(4096, memory // (1024 * 1024))
+    except (ValueError, OSError, AttributeError):
+        memory_mi = 8192
+    return [Node.of("node-1", cpu=str(cpus), memory=f"{memory_mi}Mi")]
+
+
+class LocalCluster:
+    """A local Kubernetes API (:class:`FakeKubernetes` served over HTTP) plus a :class:`ProcessKubelet`.
+
+    :param nodes: simulated nodes (default: :func:`default_nodes`).
+    :param run_processes: False marks pods Running without starting processes (scale tests).
+    :param token: the bearer token the server requires (None: a random one, see :attr:`token`). There is
+        no unauthenticated mode: the kubelet runs any pod's command as this user.
+    :param work_dir: where pod volumes and container logs go (default: a temporary directory that is
+        removed on exit unless ``keep_work_dir``).
+    :param known_images: the images the kubelet can "pull" (None: any image). Other images wait in
+        ErrImagePull / ImagePullBackOff.
+    :param graceful_deletion: deleted pods keep a deletionTimestamp until their containers stopped.
+    """
+
+    def __init__(
+        self,
+        *,
+        nodes: Sequence[Node] | None = None,
+        run_processes: bool = True,
+        token: str | None = None,
+        work_dir: str | Path | None = None,
+        known_images: Iterable[str] | None = None,
+        graceful_deletion: bool = True,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        keep_work_dir: bool = False,
+        stop_grace: float = 3.0,
+        image_pull_backoff: float = 0.5,
+    ) -> None:
+        self._nodes = list(nodes) if nodes is not None else default_nodes(run_processes)
+        self._run_processes = run_processes
+        if token is not None and not token.strip():
+            raise ValueError("LocalCluster(token=''): pass a non-empty token, or None for a random one")
+        self._token = token if token is not None else secrets.token_urlsafe(24)
+        self._given_work_dir = Path(work_dir) if work_dir is not None else None
+        self._images = ImagePolicy(known_images, backoff_initial=image_pull_backoff)
+        self._graceful = graceful_deletion
+        self._host = host
+        self._port = port
+        self._keep_work_dir = keep_work_dir or work_dir is not None
+        self._stop_grace = stop_grace
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopped = False
+        self._work_dir: Path | None = None
+        self._fake: FakeKubernetes | None = None
+        self._server: ApiServer | None = None
+        self._kubelet: ProcessKubelet | None = None
+        self._kubeconfig: Path | None = None
+        self._apis: list[OfficialKubernetesApi] = []
+        self._previous_handlers: dict[int, Any] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def start(self) -> LocalCluster:
+        """Start the API server and the kubelet and write the kubeconfig; returns self."""
+        from k8s_backend.local.apiserver import ApiServer
+
+        with self._lock:
+            if self._started:
+                raise RuntimeError("this LocalCluster was already started; create a new one")
+            self._started = True
+        atexit.register(self.stop)
+        try:
+            self._install_signal_handlers()
+            self._work_dir = self._given_work_dir or Path(tempfile.mkdtemp(prefix="k8s-backend-local-"))
+            self._work_dir.mkdir(parents=True, exist_ok=True)
+            self._fake = FakeKubernetes(graceful_pod_deletion=self._graceful)
+            self._fake.create(NAMESPACES, None, {"metadata": {"name": "default"}})
+            self._server = ApiServer(self._fake, host=self._host, port=self._port, token=self._token)
+            self._server.start()
+            self._kubelet = ProcessKubelet(
+                self._fake,
+                work_dir=self._work_dir,
+                nodes=self._nodes,
+                run_processes=self._run_processes,
+                images=self._images,
+                stop_grace=self._stop_grace,
+            )
+            self._kubelet.start()
+            self._kubeconfig = self._work_dir / "kubeconfig"
+            _write_private(self._kubeconfig, yaml.safe_dump(self.kubeconfig_dict(), sort_keys=False))
+        except BaseException:
+            self.stop()
+            raise
+        log.info("local cluster at %s (kubeconfig %s)", self.url, self._kubeconfig)
+        return self
+
+    def stop(self) -> None:
+        """Stop every process the kubelet started, then the server; idempotent and safe to call anytime."""
+        with self._lock:
+            if self._stopped or not self._started:
+                return
+            self._stopped = True
+        # The kubelet first: it stops every process it started, whatever happens to the rest. (Should a
+        # second Ctrl-C cut this short, the kernel's parent-death signal still takes the processes down
+        # when Python exits.)
+        steps: list[Callable[[], None]] = []
+        if self._kubelet is not None:
+            steps.append(self._kubelet.stop)
+        steps.extend(api.close for api in self._apis)
+        if self._server is not None:
+            steps.append(self._server.stop)
+        if self._fake is not None:
+            steps.append(self._fake.close)
+        try:
+            for step in steps:
+                try:
+                    step()
+                except Exception:
+                    log.exception("stopping the local cluster: %s failed", step)
+        finally:
+            self._restore_signal_handlers()
+            atexit.unregister(self.stop)
+            if self._work_dir is not None and not self._keep_work_dir:
+                shutil.rmtree(self._work_dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- what users reach for ------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The API server URL, e.g. ``http://127.0.0.1:41234`` (Spark's master is ``k8s://`` + this)."""
+        return self._running(self._server).url
+
+    @property
+    def master(self) -> str:
+        """``k8s://<url>``, Spark's master URL for this cluster."""
+        return "k8s://" + self.url
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The kubeconfig file for kubectl, Spark and the official client (context ``k8s-backend-local``)."""
+        return self._running(self._kubeconfig)
+
+    @property
+    def token(self) -> str:
+        """The bearer token the server requires (set before :meth:`start`)."""
+        return self._token
+
+    @property
+    def work_dir(self) -> Path:
+        return self._running(self._work_dir)
+
+    @property
+    def fake(self) -> FakeKubernetes:
+        """The in-memory API behind the server (for assertions and fault injection in tests)."""
+        return self._running(self._fake)
+
+    @property
+    def kubelet(self) -> ProcessKubelet:
+        return self._running(self._kubelet)
+
+    @property
+    def server(self) -> ApiServer:
+        return self._running(self._server)
+
+    def api(self, namespace: str = "default") -> OfficialKubernetesApi:
+        """The real adapter (official client over HTTP) bound to this cluster; closed on exit."""
+        from k8s_backend.conf.model import ApiClientConf
+        from k8s_backend.kube.client import OfficialKubernetesApi
+
+        conf = ApiClientConf(master=self.url, oauth_token=self._token)
+        # An explicit environment: the user's own kubeconfig and service account must not leak in.
+        environ = {"KUBECONFIG": str(self.kubeconfig), "HOME": str(self.work_dir)}
+        api = OfficialKubernetesApi.from_conf(conf, namespace_default=namespace, environ=environ)
+        self._apis.append(api)
+        return api
+
+    def spark_conf(self, image: str = "apache/spark:4.0.0", namespace: str = "default") -> dict[str, str]:
+        """Spark properties for client mode against this cluster (driver on 127.0.0.1)."""
+        conf = {
+            "spark.master": self.master,
+            "spark.submit.deployMode": "client",
+            "spark.kubernetes.container.image": image,
+            "spark.kubernetes.namespace": namespace,
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            # Client mode reads spark.kubernetes.authenticate.*; spark-submit in cluster mode .submission.*.
+            "spark.kubernetes.authenticate.oauthToken": self._token,
+            "spark.kubernetes.authenticate.submission.oauthToken": self._token,
+        }
+        return conf
+
+    def kubeconfig_dict(self) -> dict[str, Any]:
+        """The kubeconfig written to :attr:`kubeconfig`, as data."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": CONTEXT_NAME, "cluster": {"server": self.url}}],
+            "users": [{"name": CONTEXT_NAME, "user": {"token": self._token}}],
+            "contexts": [
+                {
+                    "name": CONTEXT_NAME,
+                    "context": {"cluster": CONTEXT_NAME, "user": CONTEXT_NAME, "namespace": "default"},
+                }
+            ],
+            "current-context": CONTEXT_NAME,
+            "preferences": {},
+        }
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
+        """Block until ``predicate()`` holds (re-checked as the kubelet works); False on timeout."""
+        return self.kubelet.wait_until(predicate, timeout)
+
+    def pod_phase(self, name: str, namespace: str = "default") -> str | None:
+        """A pod's phase, or None if it does not exist."""
+        try:
+            pod = self.fake.get(PODS, namespace, name)
+        except ApiError:
+            return None
+        return str((pod.get("status") or {}).get("phase", ""))
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    def _running(self, value: _T | None) -> _T:
+        if value is None:
+            raise RuntimeError("the LocalCluster is not running: use `with LocalCluster() as cluster:`")
+        return value
+
+    def _install_signal_handlers(self) -> None:
+        # SIGTERM/SIGHUP would kill Python without unwinding, leaving executor JVMs behind: turn them
+        # into SystemExit so `with` blocks and atexit stop the cluster. Only from the main thread, and
+        # only where nobody installed a handler of their own.
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in _HANDLED_SIGNALS:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                self._previous_handlers[sig] = signal.signal(sig, _exit_on_signal)
+
+    def _restore_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig, previous in self._previous_handlers.items():
+            if signal.getsignal(sig) is _exit_on_signal:
+                signal.signal(sig, previous)
+        self._previous_handlers.clear()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by this user only (it holds the token), whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o600)  # the file may have existed with a wider mode
+        handle.write(text)
+
+
+def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
