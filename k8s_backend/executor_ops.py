@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 
 from k8s_backend.driver import DriverEndpoint, ExecutorLoss
+from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
     POD_GROUPS,
@@ -23,7 +24,6 @@ from k8s_backend.kube.port import (
     Obj,
 )
 from k8s_backend.scheduling import Scheduler
-from k8s_backend.snapshots.watch_source import executor_selector
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class ExecutorOperations:
         self._api = api
         self._scheduler = scheduler
         self._namespace = namespace
-        self._app_selector = executor_selector(app_id, with_inactive=True)
+        self._app_selector = executor_selector(app_id)
         self._grace = delete_grace_period
         self._label = decommission_label
         self._label_value = decommission_label_value

@@ -15,10 +15,10 @@ from typing import Any
 
 import attrs
 
+from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, KubernetesApi, NotFoundError, Obj
 from k8s_backend.snapshots.states import PodPhase, PodStateRules, executor_id_of
 from k8s_backend.snapshots.store import SnapshotsStore
-from k8s_backend.snapshots.watch_source import executor_selector
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def recover(
     delete_finished: bool = True,
 ) -> tuple[RecoveryPlan, RecoveryReport]:
     """List the application's pods, apply the plan, and seed the store with the adopted ones."""
-    listed = api.list(PODS, namespace, label_selector=executor_selector(app_id, with_inactive=True))
+    listed = api.list(PODS, namespace, label_selector=executor_selector(app_id))
     plan = plan_recovery(listed.items, policy=policy, driver_url=driver_url, image=image, rules=rules)
     doomed = list(plan.delete_live) + (list(plan.delete_finished) if delete_finished else [])
     failed: list[str] = []

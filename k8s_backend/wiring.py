@@ -19,6 +19,7 @@ from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.executors.monitor import ExecutorMonitor
 from k8s_backend.executors.tracker import ExecutorTracker
 from k8s_backend.gang.setup import GangSetup, plan_gang
+from k8s_backend.kube.labels import app_selector, executor_selector
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
     POD_GROUPS,
@@ -279,8 +280,8 @@ def _stop_steps(
 ) -> list[Step]:
     """Spark's stop order, with the threads stopped before deletes so no round creates pods after them."""
     namespace = conf.namespace
-    app = f"spark-app-selector={app_id}"
-    executors = f"{app},spark-role=executor"
+    app = app_selector(app_id)
+    executors = executor_selector(app_id)
 
     def delete(resource: Any, selector: str) -> Callable[[], None]:
         return lambda: api.delete_collection(resource, namespace, label_selector=selector)

@@ -28,18 +28,13 @@ from k8s_backend.allocation.policy import (
 from k8s_backend.allocation.pvcs import PvcReusePolicy, claim_names_in_use
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, KubernetesConf, ResourceProfile
 from k8s_backend.errors import ConfigError
+from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, KubernetesApi, NotFoundError, Obj
-from k8s_backend.pods.constants import (
-    EXECUTOR_ROLE,
-    SPARK_APP_ID_LABEL,
-    SPARK_EXECUTOR_ID_LABEL,
-    SPARK_ROLE_LABEL,
-)
 from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import SnapshotsStore
 
-__all__ = ["ExecutorPodsAllocator", "PodSpecBuilder", "executor_selector", "fetch_driver_pod"]
+__all__ = ["ExecutorPodsAllocator", "PodSpecBuilder", "fetch_driver_pod"]
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +60,6 @@ def fetch_driver_pod(api: KubernetesApi, namespace: str, name: str | None) -> Ob
             key="spark.kubernetes.driver.pod.name",
             value=name,
         ) from None
-
-
-def executor_selector(app_id: str, executor_ids: Collection[int] | None = None) -> str:
-    """The label selector of this application's executor pods (optionally only ``executor_ids``)."""
-    selector = f"{SPARK_APP_ID_LABEL}={app_id},{SPARK_ROLE_LABEL}={EXECUTOR_ROLE}"
-    if executor_ids is not None:
-        selector += f",{SPARK_EXECUTOR_ID_LABEL} in ({','.join(str(i) for i in sorted(executor_ids))})"
-    return selector
 
 
 class ExecutorPodsAllocator:
@@ -333,7 +320,7 @@ class ExecutorPodsAllocator:
             int(self._limits.pod_creation_timeout * 1000),
         )
         if self._conf.lifecycle.delete_on_termination:
-            selector = executor_selector(self._app_id, executor_ids)
+            selector = executor_selector(self._app_id, executor_ids=executor_ids)
             guarded(
                 "delete timed-out executor pods",
                 lambda: self._api.delete_collection(PODS, self._namespace, label_selector=selector),
@@ -342,7 +329,7 @@ class ExecutorPodsAllocator:
     def _delete_excess(self, excess: DeleteExcessPending) -> bool:
         ids = excess.executor_ids
         log.info("Deleting %d excess pod requests (%s).", len(ids), _ids(ids))
-        selector = executor_selector(self._app_id, ids)
+        selector = executor_selector(self._app_id, executor_ids=ids)
         deleted = guarded(
             "delete excess executor pods",
             lambda: self._api.delete_collection(
@@ -417,7 +404,7 @@ class ExecutorPodsAllocator:
             log.debug("Requested executor with id %d from Kubernetes.", executor_id)
 
     def _take_back(self, executor_id: int) -> None:
-        selector = executor_selector(self._app_id, [executor_id])
+        selector = executor_selector(self._app_id, executor_ids=[executor_id])
         guarded(
             f"delete executor {executor_id}, created while stopping",
             lambda: self._api.delete_collection(PODS, self._namespace, label_selector=selector),

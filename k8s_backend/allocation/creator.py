@@ -13,6 +13,7 @@ from typing import Protocol
 
 from k8s_backend.allocation.pvcs import PvcReusePolicy, reusable_pvcs, reuse_claims
 from k8s_backend.conf.model import ResourceProfile
+from k8s_backend.kube.labels import app_selector
 from k8s_backend.kube.port import PODS, PVCS, ApiError, ConflictError, KubernetesApi, Obj
 from k8s_backend.pods.constants import SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL
 from k8s_backend.pods.objects import owner_reference
@@ -89,7 +90,7 @@ class ExecutorPodCreator:
             return []
         try:
             listed = self._api.list(
-                PVCS, self._namespace, label_selector=f"{SPARK_APP_ID_LABEL}={self._app_id}"
+                PVCS, self._namespace, label_selector=app_selector(self._app_id)
             ).items
         except ApiError as error:
             log.info("Cannot list PVC resources. Please check account permissions. (%s)", error)

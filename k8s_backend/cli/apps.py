@@ -20,17 +20,19 @@ import attrs
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.status_watch import describe_pod
 from k8s_backend.conf import syntax
-from k8s_backend.kube.port import PODS, KubernetesApi, NotFoundError, Obj
-from k8s_backend.pods.constants import (
+from k8s_backend.kube.labels import (
     DRIVER_ROLE,
     EXECUTOR_ROLE,
     SPARK_APP_ID_LABEL,
     SPARK_APP_NAME_LABEL,
-    SPARK_ROLE_LABEL,
+    app_selector,
+    executor_selector,
+    role_selector,
 )
+from k8s_backend.kube.port import PODS, KubernetesApi, NotFoundError, Obj
 
-DRIVERS = f"{SPARK_ROLE_LABEL}={DRIVER_ROLE}"
-EXECUTORS = f"{SPARK_ROLE_LABEL}={EXECUTOR_ROLE}"
+DRIVERS = role_selector(DRIVER_ROLE)
+EXECUTORS = role_selector(EXECUTOR_ROLE)
 LIVE_PHASES = ("Pending", "Running", "Unknown")
 
 
@@ -102,7 +104,7 @@ def find_applications(
     if syntax.label_value_problem(pattern) is not None:
         return []  # a glob or a name that cannot be an application id
     executors = api.list(
-        PODS, namespace, label_selector=_join(f"{SPARK_APP_ID_LABEL}={pattern}", EXECUTORS)
+        PODS, namespace, label_selector=executor_selector(pattern)
     ).items
     return [Application(namespace, pattern, None, tuple(executors))] if executors else []
 
@@ -110,7 +112,7 @@ def find_applications(
 def _with_executors(api: KubernetesApi, namespace: str, driver: Obj) -> Application:
     app_id = labels_of(driver).get(SPARK_APP_ID_LABEL, "")
     executors = api.list(
-        PODS, namespace, label_selector=_join(f"{SPARK_APP_ID_LABEL}={app_id}", EXECUTORS)
+        PODS, namespace, label_selector=executor_selector(app_id)
     ).items
     return Application(namespace, app_id, driver, tuple(executors))
 
@@ -239,7 +241,7 @@ def kill_applications(
         api.delete_collection(
             PODS,
             app.namespace,
-            label_selector=_join(f"{SPARK_APP_ID_LABEL}={app.app_id}", EXECUTORS),
+            label_selector=executor_selector(app.app_id),
             grace_period_seconds=grace_period,
         )
     if not wait or not deleted:
@@ -251,7 +253,7 @@ def kill_applications(
             for app in apps
             if app.driver is not None
             for pod in api.list(
-                PODS, app.namespace, label_selector=f"{SPARK_APP_ID_LABEL}={app.app_id}"
+                PODS, app.namespace, label_selector=app_selector(app.app_id)
             ).items
         ]
         if not remaining or clock() >= deadline:

@@ -22,6 +22,7 @@ from k8s_backend.conf import keys
 from k8s_backend.conf.keys_driver import AUTH_PREFIXES, AUTH_SUFFIXES
 from k8s_backend.conf.model import ApiClientConf
 from k8s_backend.errors import ConfigError
+from k8s_backend.kube.labels import DRIVER_ROLE, role_selector
 from k8s_backend.kube.port import PODS, ApiError, KubernetesApi, Resource
 from k8s_backend.kube.retry import RetryPolicy
 
@@ -110,7 +111,7 @@ def preflight(connection: Connection, namespace: str | None, needs: Sequence[Per
     checked when they are used.
     """
     try:
-        connection.api.list(PODS, namespace, label_selector="spark-role=driver,spark-app-selector=preflight")
+        connection.api.list(PODS, namespace, label_selector=role_selector(DRIVER_ROLE, "preflight"))
     except ApiError as error:
         raise explain_api_error(
             error, connection.endpoint, verb="list", resource="pods", namespace=namespace

@@ -7,17 +7,33 @@ selector and the pod that should match it can never disagree.
 from __future__ import annotations
 
 from k8s_backend.conf.model import DEFAULT_CONTAINER_NAME, DEFAULT_PROFILE_ID, SPARK_CONF_DIR_IN_POD
-
-# Labels.
-SPARK_APP_ID_LABEL = "spark-app-selector"
-SPARK_APP_NAME_LABEL = "spark-app-name"
-SPARK_VERSION_LABEL = "spark-version"
-SPARK_ROLE_LABEL = "spark-role"
-SPARK_EXECUTOR_ID_LABEL = "spark-exec-id"
-SPARK_RESOURCE_PROFILE_ID_LABEL = "spark-exec-resourceprofile-id"
-SPARK_EXECUTOR_INACTIVE_LABEL = "spark-exec-inactive"
-EXECUTOR_ROLE = "executor"
-DRIVER_ROLE = "driver"
+from k8s_backend.kube.labels import (  # the labels live with the selectors that match them
+    DRIVER_ROLE as DRIVER_ROLE,
+)
+from k8s_backend.kube.labels import (
+    EXECUTOR_ROLE as EXECUTOR_ROLE,
+)
+from k8s_backend.kube.labels import (
+    SPARK_APP_ID_LABEL as SPARK_APP_ID_LABEL,
+)
+from k8s_backend.kube.labels import (
+    SPARK_APP_NAME_LABEL as SPARK_APP_NAME_LABEL,
+)
+from k8s_backend.kube.labels import (
+    SPARK_EXECUTOR_ID_LABEL as SPARK_EXECUTOR_ID_LABEL,
+)
+from k8s_backend.kube.labels import (
+    SPARK_EXECUTOR_INACTIVE_LABEL as SPARK_EXECUTOR_INACTIVE_LABEL,
+)
+from k8s_backend.kube.labels import (
+    SPARK_RESOURCE_PROFILE_ID_LABEL as SPARK_RESOURCE_PROFILE_ID_LABEL,
+)
+from k8s_backend.kube.labels import (
+    SPARK_ROLE_LABEL as SPARK_ROLE_LABEL,
+)
+from k8s_backend.kube.labels import (
+    SPARK_VERSION_LABEL as SPARK_VERSION_LABEL,
+)
 
 # Annotations.
 POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"

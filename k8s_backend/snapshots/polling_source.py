@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 
+from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, KubernetesApi
 from k8s_backend.scheduling import Cancellable, Scheduler
 from k8s_backend.snapshots.states import parse_resource_version
 from k8s_backend.snapshots.store import SnapshotsStore
-from k8s_backend.snapshots.watch_source import executor_selector
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class ExecutorPodsPollingSnapshotSource:
             return
         if self._task is not None:
             raise RuntimeError("the polling source was already started")
-        self._selector = executor_selector(app_id)
+        self._selector = executor_selector(app_id, active_only=True)
         self._task = self._scheduler.schedule_with_fixed_delay(self._interval, self._interval, self.poll)
 
     def poll(self) -> None:

@@ -9,13 +9,18 @@ from typing import Any
 
 import attrs
 
+from k8s_backend.kube.labels import (
+    SPARK_EXECUTOR_ID_LABEL,
+    SPARK_EXECUTOR_INACTIVE_LABEL,
+    SPARK_RESOURCE_PROFILE_ID_LABEL,
+)
 from k8s_backend.kube.port import Obj
 
 log = logging.getLogger(__name__)
 
-EXECUTOR_ID_LABEL = "spark-exec-id"
-RESOURCE_PROFILE_ID_LABEL = "spark-exec-resourceprofile-id"
-INACTIVE_LABEL = "spark-exec-inactive"
+EXECUTOR_ID_LABEL = SPARK_EXECUTOR_ID_LABEL
+RESOURCE_PROFILE_ID_LABEL = SPARK_RESOURCE_PROFILE_ID_LABEL
+INACTIVE_LABEL = SPARK_EXECUTOR_INACTIVE_LABEL
 UNRESOLVED_EXECUTOR_ID = "EXECID"  # statefulset-style pods before the driver gave them an id
 
 

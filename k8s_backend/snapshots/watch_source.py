@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
 from k8s_backend.scheduling import Scheduler
 from k8s_backend.snapshots.store import SnapshotsStore
@@ -23,12 +24,6 @@ DEFAULT_SERVER_TIMEOUT = 300  # seconds the server keeps one watch open (jittere
 MAX_BACKOFF = 30.0
 SHORT_WATCH = 1.0  # seconds: a watch that ends sooner with no events counts as a failure
 IDLE_RECHECK = 0.1  # scheduler mode: how soon to look again after a stream ended with nothing left
-
-
-def executor_selector(app_id: str, *, with_inactive: bool = False) -> str:
-    """The label selector of an application's executor pods (inactive ones left out, as Spark)."""
-    selector = f"spark-app-selector={app_id},spark-role=executor"
-    return selector if with_inactive else selector + ",spark-exec-inactive!=true"
 
 
 class ExecutorPodsWatchSnapshotSource:
@@ -75,7 +70,7 @@ class ExecutorPodsWatchSnapshotSource:
             return
         if self._thread is not None or self._selector:
             raise RuntimeError("the watch source was already started")
-        self._selector = executor_selector(app_id)
+        self._selector = executor_selector(app_id, active_only=True)
         if self._scheduler is not None:
             self._scheduler.submit(self._tick)
             return
@@ -91,7 +86,7 @@ class ExecutorPodsWatchSnapshotSource:
 
     def prepare(self, app_id: str) -> None:
         """Set the selector without starting a thread; tests then drive :meth:`run_once`."""
-        self._selector = executor_selector(app_id)
+        self._selector = executor_selector(app_id, active_only=True)
 
     def _loop(self) -> None:
         while not self._stop.is_set():

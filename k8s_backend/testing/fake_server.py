@@ -14,7 +14,6 @@ import uuid
 from datetime import datetime, timezone
 
 from k8s_backend.kube.port import NAMESPACES, PODS, Obj, ObjectList, Resource
-from k8s_backend.kube.selectors import parse_field_selector, parse_label_selector, supported_fields
 from k8s_backend.scheduling import Clock
 from k8s_backend.testing.fake_errors import (
     REQUIRED,
@@ -27,6 +26,7 @@ from k8s_backend.testing.fake_errors import (
     not_found,
 )
 from k8s_backend.testing.fake_patch import apply_patch
+from k8s_backend.testing.fake_selectors import parse_field_selector, parse_label_selector, supported_fields
 from k8s_backend.testing.fake_store import ObjectStore, ObjKey, json_copy, res_key
 from k8s_backend.testing.fake_validation import validate_object, validate_update
 from k8s_backend.testing.fake_watch import (

@@ -10,8 +10,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from k8s_backend.kube.labels import label_key_errors, label_value_errors
 from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, SERVICES, Obj, Resource
-from k8s_backend.kube.selectors import label_key_errors, label_value_errors
 from k8s_backend.testing.fake_errors import DUPLICATE, FORBIDDEN, INVALID, REQUIRED, FieldError
 from k8s_backend.testing.fake_quantity import QUANTITY_PATTERN, parse_quantity
 

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 import attrs
 
 from k8s_backend.kube.port import ApiError, Obj, Resource, WatchEvent
-from k8s_backend.kube.selectors import FieldSelector, LabelSelector
 from k8s_backend.testing.fake_errors import gone
+from k8s_backend.testing.fake_selectors import FieldSelector, LabelSelector
 from k8s_backend.testing.fake_store import ResKey, json_copy, res_key
 
 ADDED = "ADDED"

@@ -1,4 +1,6 @@
-"""Kubernetes label and field selectors: parsing, matching and formatting.
+"""The API server's label and field selectors, as FakeKubernetes applies them: parsing and matching.
+
+Selectors are built (never parsed) by the backend in :mod:`k8s_backend.kube.labels`.
 
 Label selectors follow the API server's grammar: comma-separated requirements, each one of
 ``key=value`` / ``key==value``, ``key!=value``, ``key in (v1,v2)``, ``key notin (v1,v2)``, ``key``
@@ -10,12 +12,12 @@ selector, what is wrong and how to write it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from k8s_backend.kube.labels import label_key_errors, label_value_errors
 from k8s_backend.kube.port import NAMESPACES, PODS, BadRequestError, Obj, Resource
 
 EQUALS = "="
@@ -24,48 +26,6 @@ IN = "in"
 NOT_IN = "notin"
 EXISTS = "exists"
 DOES_NOT_EXIST = "!"
-
-_NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_NAME_RULE = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName', 'my.name' or '123-abc')"
-)
-
-
-def label_key_errors(key: str) -> list[str]:
-    """Why ``key`` is not a valid label (or annotation) key; empty when it is valid."""
-    prefix, slash, name = key.rpartition("/")
-    problems: list[str] = []
-    if slash and not prefix:
-        problems.append("prefix part must be non-empty")
-    elif prefix:
-        if len(prefix) > 253:
-            problems.append("prefix part must be no more than 253 characters")
-        if not _DNS1123_SUBDOMAIN.match(prefix):
-            problems.append(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character"
-            )
-    if not name:
-        problems.append("name part must be non-empty")
-    else:
-        if len(name) > 63:
-            problems.append("name part must be no more than 63 characters")
-        if not _NAME_PART.match(name):
-            problems.append(f"name part {_NAME_RULE}")
-    return problems
-
-
-def label_value_errors(value: str) -> list[str]:
-    """Why ``value`` is not a valid label value; empty when it is valid (the empty string is valid)."""
-    problems: list[str] = []
-    if len(value) > 63:
-        problems.append("must be no more than 63 characters")
-    if value and not _NAME_PART.match(value):
-        problems.append(f"a valid label {_NAME_RULE}")
-    return problems
-
 
 @attrs.frozen
 class Requirement:
@@ -118,11 +78,6 @@ class LabelSelector:
 
     def __str__(self) -> str:
         return ",".join(str(r) for r in self.requirements)
-
-
-def selector_from_labels(labels: Mapping[str, str]) -> str:
-    """The equality selector ``k1=v1,k2=v2`` that selects objects carrying all these labels."""
-    return ",".join(f"{key}={value}" for key, value in labels.items())
 
 
 # --- label selector parsing -----------------------------------------------------------------------

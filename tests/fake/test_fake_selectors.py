@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from k8s_backend.kube.labels import label_key_errors, label_value_errors, selector_from_labels
 from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, BadRequestError
-from k8s_backend.kube.selectors import (
+from k8s_backend.testing.fake_selectors import (
     COMMON_FIELDS,
     DOES_NOT_EXIST,
     EQUALS,
@@ -17,11 +18,8 @@ from k8s_backend.kube.selectors import (
     LabelSelector,
     Requirement,
     field_value,
-    label_key_errors,
-    label_value_errors,
     parse_field_selector,
     parse_label_selector,
-    selector_from_labels,
     supported_fields,
 )
 
