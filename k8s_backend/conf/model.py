@@ -2,11 +2,16 @@
 
 Build them with :meth:`k8s_backend.KubernetesConf.from_spark_conf`; constructing them by hand is for
 tests. Durations are float seconds, memory sizes are MiB, defaults are Spark 4.3's.
+
+This module is pure data: it imports nothing from the parsers (:mod:`k8s_backend.conf.parse` and its
+helpers import it). ``KubernetesConf.from_spark_conf`` is declared here for readers and type checkers,
+and defined by the package above both, :mod:`k8s_backend.conf` (see its docstring for why).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -245,15 +250,16 @@ class KubernetesConf:
     gang: GangConf = GangConf()
     spark_properties: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)
 
-    @classmethod
-    def from_spark_conf(cls, conf: object) -> KubernetesConf:
-        """Read and check Spark properties (a mapping or a ``pyspark.SparkConf``).
+    if TYPE_CHECKING:
+        # Defined by k8s_backend.conf, which imports this module and the parser; importing this module
+        # always runs that package first, so the method is there for every user of the class.
 
-        Raises :class:`k8s_backend.ConfigError` naming the key, the bad value and what is accepted.
-        """
-        from k8s_backend.conf.parse import parse_spark_conf
+        @classmethod
+        def from_spark_conf(cls, conf: object) -> KubernetesConf:
+            """Read and check Spark properties (a mapping or a ``pyspark.SparkConf``).
 
-        return parse_spark_conf(conf)
+            Raises :class:`k8s_backend.ConfigError` naming the key, the bad value and what is accepted.
+            """
 
     def get(self, key: str, default: str | None = None) -> str | None:
         """A raw Spark property."""
@@ -272,4 +278,4 @@ class KubernetesConf:
         """A copy re-parsed with extra Spark properties on top."""
         merged = dict(self.spark_properties)
         merged.update(extra)
-        return KubernetesConf.from_spark_conf(merged)
+        return self.from_spark_conf(merged)
