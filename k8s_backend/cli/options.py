@@ -13,9 +13,10 @@ import attrs
 
 from k8s_backend.cli.cluster_api import Connection, Connector, submission_api_conf
 from k8s_backend.cli.errors import UsageError
-from k8s_backend.cli.submission import MasterKind, master_kind, normalize_master, to_kubernetes_conf
+from k8s_backend.cli.submission import master_kind, normalize_master, to_kubernetes_conf
 from k8s_backend.cli.submit_args import SubmitArgs, merge_properties, parse_conf_pair
 from k8s_backend.conf.frozen import FrozenDict, freeze
+from k8s_backend.kube.masters import MasterKind
 
 
 @attrs.frozen

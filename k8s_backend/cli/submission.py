@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
@@ -19,12 +18,10 @@ from k8s_backend.conf import keys
 from k8s_backend.conf.frozen import FrozenDict, freeze
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.errors import ConfigError
+from k8s_backend.kube import masters
+from k8s_backend.kube.masters import MASTER_KEY, MasterKind
 
-MASTER_KEY = "spark.master"
-PYK8S = "pyk8s://"
-K8S = "k8s://"
 LOCAL_SCHEME = "local://"
-LOCAL_MASTER = "pyk8s://local"
 # Keys only spark-submit reads (the keys table passes them through unchecked): checked here.
 SUBMISSION_KEYS = (
     "spark.kubernetes.submission.waitAppCompletion",
@@ -37,14 +34,6 @@ SUBMISSION_KEYS = (
 )
 JVM_SUFFIXES = (".jar", ".r", ".R")
 DEFAULT_DRIVER_COMMAND = ("k8s-backend",)
-
-
-class MasterKind(enum.Enum):
-    """Which API server: a URL, the kubeconfig / in-cluster default, or an embedded local cluster."""
-
-    URL = "url"
-    DEFAULT = "default"
-    LOCAL = "local"
 
 
 @attrs.frozen
@@ -76,25 +65,18 @@ class Submission:
 
 def normalize_master(master: str | None) -> str:
     """``pyk8s://...`` for a Kubernetes master (``k8s://`` is accepted as a synonym; none means
-    ``pyk8s://``, the kubeconfig or in-cluster configuration)."""
-    if master is None or not master.strip():
-        return PYK8S
-    text = master.strip()
-    if text.startswith(PYK8S):
-        return text
-    if text.startswith(K8S):
-        return PYK8S + text[len(K8S) :]
-    raise UsageError(
-        f"--master {master}: k8s-backend runs applications on Kubernetes; use pyk8s://https://HOST:PORT "
-        "(or k8s://https://HOST:PORT), pyk8s:// for your kubeconfig's cluster, or pyk8s://local for an "
-        "embedded local cluster"
-    )
+    ``pyk8s://``, the kubeconfig or in-cluster configuration); another master is a usage error."""
+    try:
+        return masters.normalize(master)
+    except ConfigError:
+        raise UsageError(
+            f"--master {master}: k8s-backend runs applications on Kubernetes; use {masters.accepted_forms()}"
+        ) from None
 
 
 def master_kind(conf: KubernetesConf) -> MasterKind:
-    if conf.api.master == "local":
-        return MasterKind.LOCAL
-    return MasterKind.URL if conf.api.master else MasterKind.DEFAULT
+    """The kind of API server the checked configuration names."""
+    return masters.api_url_kind(conf.api.master)
 
 
 def to_kubernetes_conf(properties: Mapping[str, str]) -> KubernetesConf:

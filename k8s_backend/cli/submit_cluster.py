@@ -37,7 +37,8 @@ from k8s_backend.cli.console import Console
 from k8s_backend.cli.driver_log import FileLogSource, LogFollower, LogSource, api_log_source
 from k8s_backend.cli.errors import ApiEndpoint, CliError, UsageError, explain_api_error
 from k8s_backend.cli.status_watch import DriverStatus, wait_for_driver
-from k8s_backend.cli.submission import K8S, PYK8S, MasterKind, Submission, split_list, to_kubernetes_conf
+from k8s_backend.cli.submission import Submission, split_list, to_kubernetes_conf
+from k8s_backend.kube.masters import IN_CLUSTER_MASTER, MasterKind, pyk8s_url, strip_scheme
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS, SERVICES, ApiError, NotFoundError, Obj, Resource
 from k8s_backend.pods.config_map import default_conf_dir
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
@@ -45,7 +46,6 @@ from k8s_backend.pods.names import unique_id as new_unique_id
 
 log = logging.getLogger(__name__)
 
-IN_CLUSTER_MASTER = "pyk8s://https://kubernetes.default.svc"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 NEEDS = (
     Permission("create", PODS),
@@ -89,13 +89,6 @@ class ClusterPlan:
         return driver_pod.build_config_map(self.names, created_pod, self.data, self.binary)
 
 
-def strip_scheme(master: str) -> str:
-    for scheme in (PYK8S, K8S):
-        if master.startswith(scheme):
-            return master[len(scheme) :]
-    return master
-
-
 def driver_master(sub: Submission, api_url: str, local_url: str | None = None) -> str:
     """The master the driver inside the pod uses.
 
@@ -105,12 +98,12 @@ def driver_master(sub: Submission, api_url: str, local_url: str | None = None) -
     """
     explicit = sub.properties.get("spark.kubernetes.driver.master")
     if explicit:
-        return PYK8S + strip_scheme(explicit.strip())
+        return pyk8s_url(strip_scheme(explicit.strip()))
     if local_url:
-        return PYK8S + local_url
+        return pyk8s_url(local_url)
     parts = urlsplit(api_url)
     if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
-        return PYK8S + api_url
+        return pyk8s_url(api_url)
     return IN_CLUSTER_MASTER
 
 
@@ -165,7 +158,7 @@ def plan_cluster(
     properties = {
         k: v for k, v in props.items() if not k.startswith(SUBMISSION_AUTH) and k not in _PASSED_AS_ARGS
     }
-    if master == PYK8S + api_url and not _has_client_credentials(props):
+    if master == pyk8s_url(api_url) and not _has_client_credentials(props):
         # The driver reuses the submission's loopback server: it needs the submission's token too.
         reused = {"oauthToken": submission_token} if submission_token else {}
         for suffix in ("oauthToken", "oauthTokenFile"):

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
-from urllib.parse import urlsplit
 
 import attrs
 
@@ -33,13 +32,12 @@ from k8s_backend.conf.model import (
 from k8s_backend.conf.parse_volumes import parse_volumes
 from k8s_backend.conf.spec import Use
 from k8s_backend.errors import ConfigError
+from k8s_backend.kube import masters
 
 log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
 SPARK_VERSION_PLACEHOLDER = "{{SPARK_VERSION}}"
-MASTER_SCHEMES = ("pyk8s://", "k8s://")
-LOCAL_MASTER = "local"
 
 
 def parse_spark_conf(conf: object) -> KubernetesConf:
@@ -171,36 +169,12 @@ def _api_master(reader: Reader) -> str:
     """The API server URL: "" for kubeconfig or in-cluster, "local" for the embedded local cluster."""
     driver_master = reader.props.get("spark.kubernetes.driver.master")
     if driver_master is not None:
-        return _api_url("spark.kubernetes.driver.master", driver_master)
-    master = reader.props.get("spark.master", "").strip()
-    if master.startswith(MASTER_SCHEMES):
-        return _api_url("spark.master", master)
+        key = "spark.kubernetes.driver.master"  # Spark's: an API server URL, a scheme is optional
+        return masters.parse_master(driver_master, key=key, scheme_required=False).api_url
+    master = reader.props.get("spark.master", "")
+    if masters.is_kubernetes(master):
+        return masters.parse_master(master).api_url
     return ""  # another kind of master (local[*], spark://...): no API server named
-
-
-def _api_url(name: str, raw: str) -> str:
-    text = raw.strip()
-    for scheme in MASTER_SCHEMES:
-        if text.startswith(scheme):
-            text = text[len(scheme) :]
-            break
-    if text.rstrip("/") in ("", LOCAL_MASTER):
-        return text.rstrip("/")
-    url = text if "://" in text else "https://" + text
-    bad = ConfigError(
-        f"{name}={raw} is not a Kubernetes API server URL: use pyk8s://https://HOST:PORT (or k8s://...), "
-        "pyk8s:// for the kubeconfig or in-cluster configuration, or pyk8s://local",
-        key=name,
-        value=raw,
-    )
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as error:
-        raise bad from error
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise bad
-    return url.rstrip("/")
 
 
 def _credentials(props: Mapping[str, str]) -> dict[str, Any]:

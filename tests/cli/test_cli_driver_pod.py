@@ -15,13 +15,8 @@ from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.properties import parse_properties
 from k8s_backend.cli.submission import Submission, build_submission
 from k8s_backend.cli.submit_args import parse_submit_args
-from k8s_backend.cli.submit_cluster import (
-    IN_CLUSTER_MASTER,
-    ClusterPlan,
-    driver_master,
-    plan_cluster,
-    plan_names,
-)
+from k8s_backend.cli.submit_cluster import ClusterPlan, driver_master, plan_cluster, plan_names
+from k8s_backend.kube.masters import IN_CLUSTER_MASTER
 
 NAMES = DriverNames(
     app_id="spark-" + "a" * 32,

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from k8s_backend.cli.errors import UsageError
-from k8s_backend.cli.submission import MasterKind, Submission, build_submission, normalize_master
+from k8s_backend.cli.submission import Submission, build_submission, normalize_master
 from k8s_backend.cli.submit_args import parse_submit_args
+from k8s_backend.kube.masters import MasterKind
 
 IMAGE = "--conf=spark.kubernetes.container.image=spark:test"
 
@@ -45,7 +46,7 @@ def test_a_complete_command_line_becomes_a_submission(app: Path) -> None:
         ]
     )
     assert sub.master == "pyk8s://https://example.com:6443"  # k8s:// is a synonym
-    assert sub.master_kind is MasterKind.URL
+    assert sub.master_kind is MasterKind.API_SERVER
     assert sub.deploy_mode == "cluster"
     assert (sub.app_name, sub.namespace) == ("My App", "team")
     assert sub.app_args == ("a", "b")
