@@ -53,6 +53,11 @@ def running(cluster: LocalCluster, count: int) -> bool:
     return len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods)
 
 
+def gone_after_stop(cluster: LocalCluster) -> bool:
+    """Whether every executor pod is gone: stop() deletes them gracefully, the kubelet then removes them."""
+    return cluster.wait_until(lambda: executors(cluster) == {}, 60)
+
+
 def backend(cluster: LocalCluster, props: Mapping[str, str], driver_url: str = DRIVER_URL) -> Any:
     return KubernetesClusterSchedulerBackend.create(
         props, app_id=APP, driver_url=driver_url, api=cluster.api()
@@ -85,7 +90,7 @@ def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(cluster
         assert after - before == {str(max(int(i) for i in before) + 1)}, "ids continue above the highest"
     finally:
         second.stop()
-    assert executors(cluster) == {}
+    assert gone_after_stop(cluster)
 
 
 def test_a_new_driver_deletes_executors_that_talk_to_the_old_one(cluster: LocalCluster) -> None:
@@ -128,4 +133,4 @@ def test_executors_that_cannot_fit_fail_a_hard_gang_with_the_unschedulable_reaso
         assert any("Unschedulable" in line for line in histories.values()), histories
     finally:
         hard.stop()
-    assert executors(cluster) == {}
+    assert gone_after_stop(cluster)

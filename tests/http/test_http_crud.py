@@ -29,6 +29,7 @@ from k8s_backend.kube.port import (
     UnauthorizedError,
 )
 from k8s_backend.local.apiserver import ApiServer, RequestRecord
+from k8s_backend.local.apiserver import server as apiserver_module
 from k8s_backend.testing.fake import FakeKubernetes
 
 pytestmark = pytest.mark.http
@@ -174,6 +175,13 @@ def test_bad_or_missing_token_is_401(server: ApiServer, sleeps: list[float]) -> 
     code, _, body = Raw(server.url, token=None).request("GET", "/api/v1/namespaces/default/pods")
     assert code == 401 and body["reason"] == "Unauthorized"
     assert Raw(server.url, token=None).request("GET", "/healthz")[0] == 200
+
+
+def test_the_token_is_compared_in_constant_time(server: ApiServer, mocker: Any) -> None:
+    compare = mocker.spy(apiserver_module.hmac, "compare_digest")
+    assert not server.authorized("Bearer wrong")
+    assert server.authorized(f"Bearer {TOKEN}")
+    assert [c.args for c in compare.call_args_list] == [(b"wrong", TOKEN.encode()), (TOKEN.encode(),) * 2]
 
 
 def test_put_replaces_with_optimistic_concurrency(raw: Raw, api: OfficialKubernetesApi) -> None:

@@ -19,9 +19,11 @@ def test_shutdown_grace_is_a_total_bound() -> None:
 
     for _ in range(3):
         scheduler.submit(busy)
-    started.wait(5)
+    started.wait(60)
     began = time.monotonic()
-    scheduler.shutdown(0.5)
+    scheduler.shutdown(2.0)
     took = time.monotonic() - began
     release.set()
-    assert took < 1.2, f"shutdown(0.5) took {took:.2f}s with 3 busy threads"
+    # One grace period for all three threads takes 2 s; one per thread would take 6 s. The margin
+    # between the two absorbs a loaded machine.
+    assert took < 5.0, f"shutdown(2.0) took {took:.2f}s with 3 busy threads"

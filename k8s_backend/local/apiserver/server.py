@@ -7,6 +7,7 @@ watches as WebSocket upgrades). See :mod:`endpoints` for the verbs, :mod:`stream
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import logging
 import socket
@@ -131,7 +132,9 @@ class ApiServer:
         if self._token is None:
             return True
         scheme, _, credentials = (header or "").partition(" ")
-        return scheme.lower() == "bearer" and credentials.strip() == self._token
+        # Constant-time: the time a comparison takes must not tell how much of a guessed token is right.
+        offered = credentials.strip().encode()
+        return scheme.lower() == "bearer" and hmac.compare_digest(offered, self._token.encode())
 
     def opened(self, connection: socket.socket) -> None:
         with self._lock:

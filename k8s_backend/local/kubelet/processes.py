@@ -80,17 +80,24 @@ def session_members(session: int) -> list[int]:
     return [p.pid for p in process_table() if p.session == session]
 
 
-def kill_session(session: int, sig: int = signal.SIGKILL) -> None:
-    """Send ``sig`` to every process of a session, repeating until none is left (for forks in flight)."""
-    for _ in range(5):
+def kill_session(session: int, sig: int = signal.SIGKILL, *, settle: float = 10.0) -> None:
+    """Send ``sig`` to every process of a session.
+
+    With SIGKILL, repeat until none is left (forks in flight) or ``settle`` seconds passed: a killed
+    process lingers in the process table until the kernel has torn it down, which takes a while on a
+    loaded machine, and a container counts as gone only once its processes are.
+    """
+    deadline = time.monotonic() + settle
+    while True:
         members = session_members(session)
         if not members:
             return
         for pid in members:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
-        if sig != signal.SIGKILL:
+        if sig != signal.SIGKILL or time.monotonic() >= deadline:
             return
+        time.sleep(0.01)
 
 
 # Runs first in every container process: ask Linux to SIGKILL it if the kubelet thread that started it

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import select
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,16 @@ class ReadySignal:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` seconds passed (for conditions no event signals)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return predicate()
+        time.sleep(0.01)
+    return True
 
 
 def pod_or_none(fake: FakeKubernetes, name: str, namespace: str = "default") -> Obj | None:

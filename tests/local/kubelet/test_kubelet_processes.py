@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubelet_support import ReadySignal
+from kubelet_support import ReadySignal, wait_for
 
 from k8s_backend.local.kubelet.processes import (
     ExitStatus,
@@ -125,6 +125,8 @@ def test_children_in_other_process_groups_die_with_the_container(
     )
     handle = start(supervisor, tmp_path, code)
     ready.wait()
+    # The child may signal before its parent has printed the child's pid: wait for the line itself.
+    assert wait_for(lambda: handle.log_path.read_text().endswith("\n"), 20), "the parent never printed"
     child = int(handle.log_path.read_text().split()[0])
     assert child in session_members(handle.pid)
     handle.terminate(grace=5)
