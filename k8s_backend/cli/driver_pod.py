@@ -4,23 +4,24 @@ The pod follows Spark's BasicDriverFeatureStep (labels, resources with memory ov
 ``/opt/spark/conf`` from the ConfigMap), with an optional driver pod template as the starting point.
 Its container runs ``k8s-backend submit --deploy-mode client`` on the shipped files, so the driver
 inside the pod runs the application with k8s_backend's backend. The Service and ConfigMap are owned
-by the pod, so deleting the pod removes everything the application created.
+by the pod, so deleting the pod removes everything the application created. How big the driver is
+and which ports it listens on are :mod:`~k8s_backend.cli.driver_sizing`'s rules.
 """
 
 from __future__ import annotations
 
 import copy
 import getpass
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
-from typing import TypeVar
 
 import attrs
 
 from k8s_backend.cli import driver_token
 from k8s_backend.cli.driver_files import APP_FILES_DIR, DriverFiles, conf_items, file_items
+from k8s_backend.cli.driver_sizing import driver_ports, driver_resources
 from k8s_backend.cli.errors import UsageError
-from k8s_backend.conf import syntax, units
+from k8s_backend.conf import syntax
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.constants import (
@@ -44,23 +45,7 @@ BLOCK_MANAGER_PORT_NAME = "blockmanager"
 UI_PORT_NAME = "spark-ui"
 DRIVER_TEMPLATE_KEY = "spark.kubernetes.driver.podTemplateFile"
 DRIVER_POD_ANNOTATION = "k8s-backend.io/driver-pod"
-NON_JVM_OVERHEAD_FACTOR = 0.4  # Spark's default for Python drivers
-_N = TypeVar("_N", int, float)
 RESERVED_DRIVER_LABELS = (SPARK_APP_ID_LABEL, SPARK_ROLE_LABEL, SPARK_APP_NAME_LABEL, SPARK_VERSION_LABEL)
-
-
-@attrs.frozen
-class DriverResources:
-    """What the driver container asks for (Spark's driver sizing)."""
-
-    memory_mib: int
-    overhead_mib: int
-    cpu_request: str
-    cpu_limit: str | None
-
-    @property
-    def memory(self) -> str:
-        return f"{self.memory_mib + self.overhead_mib}Mi"
 
 
 @attrs.frozen
@@ -85,78 +70,6 @@ class DriverNames:
     def token_secret(self) -> str:
         """The Secret holding the driver's API token, when it needs one."""
         return driver_token.secret_name(self.pod, self.config_map.removesuffix("-conf-map"))
-
-
-@attrs.frozen
-class DriverPorts:
-    driver: int = 7078
-    block_manager: int = 7079
-    ui: int = 4040
-
-
-def _parsed(properties: Mapping[str, str], key: str, parse: Callable[[str], _N]) -> _N | None:
-    """The value of ``key`` if set; bad values are usage errors naming the key."""
-    raw = properties.get(key)
-    if raw is None:
-        return None
-    try:
-        return parse(raw)
-    except ConfigError as error:
-        raise UsageError(str(error)) from None
-
-
-def _positive_size(properties: Mapping[str, str], key: str) -> int | None:
-    value = _parsed(properties, key, lambda raw: units.parse_size(raw, key=key, unit="m"))
-    if value is not None and value <= 0:
-        raise UsageError(f"{key}={properties[key]} is invalid: must be a positive size such as 1g")
-    return value
-
-
-def _positive_number(properties: Mapping[str, str], key: str) -> float | None:
-    value = _parsed(properties, key, lambda raw: units.parse_float(raw, key=key))
-    if value is not None and value <= 0:
-        raise UsageError(f"{key}={properties[key]} is invalid: must be a number greater than 0")
-    return value
-
-
-def driver_resources(properties: Mapping[str, str]) -> DriverResources:
-    """Memory (``spark.driver.memory`` + overhead) and CPU of the driver container; bad values are
-    usage errors naming the key."""
-    memory = _positive_size(properties, "spark.driver.memory") or 1024
-    minimum = _positive_size(properties, "spark.driver.minMemoryOverhead") or 384
-    explicit = _positive_size(properties, "spark.driver.memoryOverhead")
-    factor = _positive_number(properties, "spark.driver.memoryOverheadFactor") or _positive_number(
-        properties, "spark.kubernetes.memoryOverheadFactor"
-    )
-    if explicit is not None:
-        overhead = explicit
-    else:
-        overhead = max(int((factor or NON_JVM_OVERHEAD_FACTOR) * memory), minimum)
-    key = "spark.driver.cores"
-    cores = _parsed(properties, key, lambda raw: units.parse_int(raw, key=key))
-    if cores is not None and cores <= 0:
-        raise UsageError(f"{key}={properties[key]} is invalid: must be a positive whole number")
-    request = properties.get("spark.kubernetes.driver.request.cores") or str(cores or 1)
-    limit = properties.get("spark.kubernetes.driver.limit.cores") or None
-    return DriverResources(memory, overhead, request, limit)
-
-
-def driver_ports(properties: Mapping[str, str]) -> DriverPorts:
-    """The driver's RPC, block manager and UI ports (0, "any port" to Spark, takes the default)."""
-
-    def port(key: str, default: int) -> int:
-        value = _parsed(properties, key, lambda raw: units.parse_int(raw, key=key))
-        if not value:
-            return default
-        if not 0 < value < 65536:
-            raise UsageError(f"{key}={value} is invalid: must be a port number between 1 and 65535")
-        return value
-
-    return DriverPorts(
-        port("spark.driver.port", 7078),
-        port("spark.driver.blockManager.port", port("spark.blockManager.port", 7079)),
-        port("spark.ui.port", 4040),
-    )
 
 
 def with_prefix(properties: Mapping[str, str], prefix: str) -> dict[str, str]:

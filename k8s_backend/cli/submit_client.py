@@ -35,20 +35,13 @@ class DriverRuntime(Protocol):
     def stop(self) -> None: ...
 
 
-class PySparkRuntime:
-    """The real runtime: :func:`k8s_backend.spark.prepare` and pyspark's active context."""
+def pyspark_runtime() -> DriverRuntime:
+    """The real runtime, from :mod:`k8s_backend.spark.client_mode` (only spark/ touches pyspark)."""
+    # Imported on use: k8s_backend.spark loads pyspark and installs its builder hook, which no other
+    # subcommand (nor `submit --deploy-mode cluster`) should pay for or be affected by.
+    from k8s_backend.spark import client_mode
 
-    def prepare(self, master: str, properties: Mapping[str, str]) -> None:
-        from k8s_backend.spark import prepare
-
-        prepare(master, dict(properties))
-
-    def stop(self) -> None:
-        from pyspark.core.context import SparkContext
-
-        context = SparkContext._active_spark_context
-        if context is not None:
-            context.stop()
+    return client_mode.runtime()
 
 
 def in_process_path(uri: str) -> str:
@@ -99,7 +92,7 @@ def run_client(
 ) -> int:
     """Run the application here; returns its exit code."""
     check_cluster(sub, connect)
-    runtime = runtime or PySparkRuntime()
+    runtime = runtime or pyspark_runtime()
     properties = driver_properties(sub)
     app = in_process_path(sub.app)
     py_files = split_list(properties.get("spark.submit.pyFiles", ""))

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from k8s_backend.cli import driver_files, driver_pod, driver_token
+from k8s_backend.cli import driver_files, driver_pod, driver_sizing, driver_token
 from k8s_backend.cli.cluster_api import (
     SUBMISSION_AUTH,
     Connection,
@@ -154,7 +154,7 @@ def plan_cluster(
     files = driver_files.plan_files(
         sub.app, split_list(props.get("spark.submit.pyFiles", "")), split_list(props.get("spark.files", ""))
     )
-    ports = driver_pod.driver_ports(props)
+    ports = driver_sizing.driver_ports(props)
     properties = {
         k: v for k, v in props.items() if not k.startswith(SUBMISSION_AUTH) and k not in _PASSED_AS_ARGS
     }

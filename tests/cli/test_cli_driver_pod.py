@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from k8s_backend.cli.driver_files import APP_FILES_DIR
-from k8s_backend.cli.driver_pod import DRIVER_POD_ANNOTATION, DriverNames, driver_resources
+from k8s_backend.cli.driver_pod import DRIVER_POD_ANNOTATION, DriverNames
+from k8s_backend.cli.driver_sizing import driver_resources
 from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.properties import parse_properties
 from k8s_backend.cli.submission import Submission, build_submission
