@@ -60,6 +60,8 @@ JDK_MODULE_OPTIONS: tuple[str, ...] = (
     "-Dio.netty.handler.ssl.defaultEndpointVerificationAlgorithm=NONE",
 )
 
+K8S_BACKEND_COMMAND = "k8s-backend"
+K8S_BACKEND_MODULE = "k8s_backend.cli.main"  # what the console script runs
 CommandKind = Literal["executor", "driver", "command", "idle"]
 
 
@@ -147,6 +149,10 @@ def translate(
         return LocalCommand("idle", (), env, cwd, limit)
     argv = [paths.map_value(a) if a.startswith(("/", "local://")) else a for a in argv]
     executable = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=env.get("PATH"))
+    if not executable and argv[0] == K8S_BACKEND_COMMAND:
+        # A cluster-mode driver runs this library's own command; the interpreter that runs the kubelet
+        # has it even when its scripts directory is not on PATH (a venv that was not activated).
+        return LocalCommand("command", (host.python, "-m", K8S_BACKEND_MODULE, *argv[1:]), env, cwd, limit)
     if not executable or not os.access(executable, os.X_OK):
         return LocalCommand("idle", (), env, cwd, limit)
     return LocalCommand("command", (executable, *argv[1:]), env, cwd, limit)

@@ -265,6 +265,19 @@ def test_plain_containers_run_their_command_and_unknown_ones_idle(
     assert translate_pod(pod, host, tmp_path).kind == "idle"
 
 
+def test_our_own_command_runs_on_this_interpreter_when_it_is_not_on_path(
+    host: HostEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pod: Obj = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "spark", "args": ["k8s-backend", "submit", "app.py"]}]},
+    }
+    monkeypatch.setattr("k8s_backend.local.kubelet.container.shutil.which", lambda *a, **k: None)
+    command = translate_pod(pod, host, tmp_path)
+    assert command.kind == "command"
+    assert command.argv == (host.python, "-m", "k8s_backend.cli.main", "submit", "app.py")
+
+
 def test_spark_container_detection() -> None:
     assert is_spark_container({"args": ["executor"]})
     assert is_spark_container({"command": ["/opt/entrypoint.sh"], "args": ["driver", "x"]})
