@@ -1,8 +1,9 @@
 """Tracks every executor the backend asked for through explicit states, with a timed history.
 
 Pure bookkeeping (no I/O): snapshot batches and driver hooks raise events; the tracker moves each
-executor along :data:`EXECUTOR_TRANSITIONS` and returns notices (stuck, image cannot be pulled) for the
-backend to act on. An illegal transition is logged with the executor id and both states, never applied.
+executor's :class:`~k8s_backend.state_machine.StateMachine` along :data:`EXECUTOR_TRANSITIONS` (times come
+with the events) and returns notices (stuck, image cannot be pulled) for the backend to act on. An
+illegal transition is logged with the executor id and both states, never applied.
 """
 
 from __future__ import annotations
@@ -18,28 +19,32 @@ from k8s_backend.executors.states import EXECUTOR_TRANSITIONS, POD_PHASE_TO_STAT
 from k8s_backend.lifecycle import explain
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.states import ExecutorPodState, PodPhase
+from k8s_backend.state_machine import StateMachine, Transition
 
 log = logging.getLogger(__name__)
 
 
-@attrs.frozen
-class HistoryEntry:
-    time: float
-    state: ExecutorState
-    detail: str = ""
-
-
 @attrs.define
 class ExecutorRecord:
+    """One executor: its state machine (state and timed history) and what it is waiting for."""
+
     executor_id: int
     resource_profile_id: int
-    state: ExecutorState
-    history: list[HistoryEntry] = attrs.Factory(list)
+    machine: StateMachine[ExecutorState]
     pending_reason: PendingReason | None = None
     pending_since: float | None = None
     reported_reason: PendingReason | None = None
     pull_failing_since: float | None = None
     image: str = ""
+
+    @property
+    def state(self) -> ExecutorState:
+        return self.machine.state
+
+    @property
+    def history(self) -> list[Transition[ExecutorState]]:
+        """A copy, oldest first; the first entry is the request (``requested`` to ``requested``)."""
+        return self.machine.history()
 
 
 @attrs.frozen
@@ -96,8 +101,15 @@ class ExecutorTracker:
     def requested(self, executor_id: int, resource_profile_id: int, now: float) -> None:
         if executor_id in self._records:
             return
-        record = ExecutorRecord(executor_id, resource_profile_id, ExecutorState.REQUESTED)
-        record.history.append(HistoryEntry(now, ExecutorState.REQUESTED))
+        machine = StateMachine(
+            f"executor {executor_id}",
+            ExecutorState.REQUESTED,
+            EXECUTOR_TRANSITIONS,
+            history_limit=self._history_limit,
+            started_at=now,
+            keep_first=True,
+        )
+        record = ExecutorRecord(executor_id, resource_profile_id, machine)
         record.pending_since = now
         self._records[executor_id] = record
         self._pending.add(executor_id)
@@ -177,25 +189,21 @@ class ExecutorTracker:
         record = self._records.get(executor_id)
         if record is None or record.state is target:
             return
-        if target not in EXECUTOR_TRANSITIONS[record.state]:
+        source = record.state
+        # Keep why it waited in the history line of the pending step.
+        waited = ""
+        if source is ExecutorState.PENDING and record.pending_reason is not None:
+            waited = str(record.pending_reason)
+        if not record.machine.transition_if_allowed(target, detail, at=now, stay_reason=waited):
             self.illegal_transitions += 1
             log.warning(
                 "Executor %d: ignoring illegal transition from %s to %s%s",
                 executor_id,
-                record.state.value,
+                source.value,
                 target.value,
                 f" ({detail})" if detail else "",
             )
             return
-        if record.state in (ExecutorState.REQUESTED, ExecutorState.PENDING) and record.pending_reason:
-            # Keep why it waited in the history line of the pending step.
-            last = record.history[-1]
-            if last.state is ExecutorState.PENDING and not last.detail:
-                record.history[-1] = attrs.evolve(last, detail=str(record.pending_reason))
-        record.state = target
-        record.history.append(HistoryEntry(now, target, detail))
-        if len(record.history) > self._history_limit:
-            del record.history[1]
         if target not in (ExecutorState.REQUESTED, ExecutorState.PENDING):
             self._pending.discard(executor_id)
         if target.is_final:
@@ -243,9 +251,9 @@ class ExecutorTracker:
             return f"executor {executor_id}: unknown"
         parts = []
         for entry in record.history:
-            text = f"{entry.state.value} {_clock_text(entry.time)}"
-            if entry.detail:
-                text += f" ({entry.detail})" if entry.state is ExecutorState.PENDING else f" {entry.detail}"
+            text = f"{entry.target.value} {_clock_text(entry.time)}"
+            if entry.reason:
+                text += f" ({entry.reason})" if entry.target is ExecutorState.PENDING else f" {entry.reason}"
             parts.append(text)
         if record.state in (ExecutorState.REQUESTED, ExecutorState.PENDING) and record.pending_reason:
             parts[-1] += f" ({record.pending_reason})" if "(" not in parts[-1] else ""

@@ -1,4 +1,8 @@
-"""The lifecycle manager: applies the lifecycle decisions through the Kubernetes port and the driver."""
+"""The lifecycle manager: applies the lifecycle decisions through the Kubernetes port and the driver.
+
+It keeps the decisions' :class:`LifecycleMemory` between batches and records in it what failed, so the
+decider itself stays a pure function.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from k8s_backend.lifecycle.decisions import (
     DeletePod,
     LifecycleAction,
     LifecycleDecider,
+    LifecycleMemory,
     MarkInactive,
     RemoveFromDriver,
 )
@@ -57,10 +62,17 @@ class ExecutorPodsLifecycleManager:
         self._clock = clock
         self._namespace = namespace
         self._decider = decider
+        # Replaced whole, never mutated: readers on other threads see one batch's memory or the next.
+        self._memory = LifecycleMemory()
         self._interval = interval
         self._driver = driver
         self._on_executor_removed = on_executor_removed
         self.recent_losses: collections.deque[RecordedLoss] = collections.deque(maxlen=recent_losses)
+
+    @property
+    def memory(self) -> LifecycleMemory:
+        """What the decisions remember after the last batch (and the failures since)."""
+        return self._memory
 
     def start(self) -> None:
         self._store.add_subscriber(self._interval, self.on_new_snapshots)
@@ -76,8 +88,9 @@ class ExecutorPodsLifecycleManager:
         return registered
 
     def on_new_snapshots(self, batch: SnapshotBatch) -> None:
-        actions = self._decider.decide(batch, self.registered_executors(), self._clock.now())
-        for action in actions:
+        decision = self._decider.decide(batch, self.registered_executors(), self._clock.now(), self._memory)
+        self._memory = decision.memory
+        for action in decision.actions:
             self._apply(action)
 
     def _apply(self, action: LifecycleAction) -> None:
@@ -109,7 +122,7 @@ class ExecutorPodsLifecycleManager:
                 log.exception(
                     "Could not tell the driver that executor %d is gone; will retry", action.executor_id
                 )
-                self._decider.removal_failed(action.executor_id)
+                self._memory = self._memory.removal_failed(action.executor_id)
 
     def _delete_pod(self, action: DeletePod) -> None:
         try:
@@ -118,7 +131,7 @@ class ExecutorPodsLifecycleManager:
             pass  # already gone: exactly what we wanted
         except Exception as error:
             log.warning("Deleting executor pod %s failed (%s); will retry", action.name, error)
-            self._decider.delete_failed(action.executor_id)
+            self._memory = self._memory.delete_failed(action.executor_id)
 
     def _mark_inactive(self, action: MarkInactive) -> None:
         patch = {"metadata": {"labels": {INACTIVE_LABEL: "true"}}}
@@ -128,4 +141,4 @@ class ExecutorPodsLifecycleManager:
             pass
         except Exception as error:
             log.warning("Labelling executor pod %s inactive failed (%s); will retry", action.name, error)
-            self._decider.inactivation_failed(action.executor_id)
+            self._memory = self._memory.inactivation_failed(action.executor_id)

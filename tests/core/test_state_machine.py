@@ -25,9 +25,9 @@ TABLE: dict[Light, frozenset[Light]] = {
 }
 
 
-def machine(clock: ManualClock | None = None, **kwargs: int) -> StateMachine[Light]:
+def machine(clock: ManualClock | None = None, *, history_limit: int = 100) -> StateMachine[Light]:
     clock = clock or ManualClock(100.0)
-    return StateMachine("light", Light.OFF, TABLE, clock.now, **kwargs)
+    return StateMachine("light", Light.OFF, TABLE, clock.now, history_limit=history_limit)
 
 
 def test_starts_in_the_initial_state_with_no_history() -> None:
@@ -120,6 +120,65 @@ def test_concurrent_transitions_each_succeed_once() -> None:
         t.join(5.0)
     assert sorted(outcomes) == ["lost", "won"]
     assert len(m.history()) == 1
+
+
+# ------------------------------------------------------------------- event-driven use (executor records)
+
+
+def test_a_transition_may_say_when_it_happened() -> None:
+    m = machine(ManualClock(100.0))
+    assert m.transition(Light.ON, at=7.0).time == 7.0
+    assert m.transition_if_allowed(Light.OFF, at=8.0)
+    assert [t.time for t in m.history()] == [7.0, 8.0]
+
+
+def test_without_a_clock_every_transition_must_say_when_and_a_missing_time_changes_nothing() -> None:
+    m = StateMachine("light", Light.OFF, TABLE)
+    with pytest.raises(ValueError, match="light: a transition without a clock must say when"):
+        m.transition(Light.ON)
+    assert m.state is Light.OFF and m.history() == []
+    m.transition(Light.ON, "dusk", at=3.0)
+    assert m.history() == [Transition(3.0, Light.OFF, Light.ON, "dusk")]
+
+
+def test_the_start_can_be_recorded_as_the_first_entry() -> None:
+    m = StateMachine("light", Light.OFF, TABLE, started_at=1.0)
+    m.transition(Light.ON, at=2.0)
+    assert m.history() == [Transition(1.0, Light.OFF, Light.OFF), Transition(2.0, Light.OFF, Light.ON)]
+
+
+def test_keep_first_trims_after_the_first_entry() -> None:
+    m = StateMachine("light", Light.OFF, TABLE, started_at=0.0, history_limit=3, keep_first=True)
+    for step in range(1, 5):
+        m.transition(Light.ON if m.state is Light.OFF else Light.OFF, at=float(step))
+    assert [t.time for t in m.history()] == [0.0, 3.0, 4.0]
+
+
+def test_a_history_limit_too_small_to_keep_anything_is_refused() -> None:
+    with pytest.raises(ValueError, match="history_limit 1 is too small"):
+        StateMachine("light", Light.OFF, TABLE, history_limit=1, keep_first=True)
+    with pytest.raises(ValueError, match="history_limit 0 is too small"):
+        StateMachine("light", Light.OFF, TABLE, history_limit=0)
+
+
+def test_a_stay_reason_explains_the_state_left_if_its_entry_had_no_reason() -> None:
+    m = machine(ManualClock(0.0))
+    m.transition(Light.ON, at=1.0)
+    assert m.transition_if_allowed(Light.OFF, "dawn", at=2.0, stay_reason="it was night")
+    assert m.transition_if_allowed(Light.ON, at=3.0, stay_reason="dawn lasted")  # OFF's entry has one
+    assert m.history() == [
+        Transition(1.0, Light.OFF, Light.ON, "it was night"),
+        Transition(2.0, Light.ON, Light.OFF, "dawn"),
+        Transition(3.0, Light.OFF, Light.ON, ""),
+    ]
+
+
+def test_a_refused_transition_returns_false_and_records_nothing_not_even_the_stay_reason() -> None:
+    m = machine(ManualClock(0.0))
+    m.transition(Light.BROKEN, at=1.0)
+    assert not m.transition_if_allowed(Light.ON, at=2.0, stay_reason="why it broke")
+    assert m.state is Light.BROKEN
+    assert m.history() == [Transition(1.0, Light.OFF, Light.BROKEN, "")]
 
 
 # ------------------------------------------------------------------------------------ the backend's table

@@ -94,7 +94,7 @@ def test_a_long_history_keeps_the_request_and_the_latest_entries() -> None:
     tracker.killed([1], T0 + 4)
     record = tracker.record(1)
     assert record is not None
-    assert [e.state for e in record.history] == [S.REQUESTED, S.DECOMMISSIONING, S.TERMINATING]
+    assert [e.target for e in record.history] == [S.REQUESTED, S.DECOMMISSIONING, S.TERMINATING]
 
 
 def test_only_the_oldest_finished_executors_are_forgotten() -> None:

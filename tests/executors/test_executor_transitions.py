@@ -13,6 +13,7 @@ from executor_tracking_pods import T0, make_tracker, observe
 from k8s_backend.executors.states import EXECUTOR_TRANSITIONS, POD_PHASE_TO_STATE, ExecutorState
 from k8s_backend.executors.tracker import ExecutorTracker
 from k8s_backend.snapshots.states import PodPhase
+from k8s_backend.state_machine import StateMachine, Transition
 
 S = ExecutorState
 LOGGER = "k8s_backend.executors.tracker"
@@ -102,6 +103,17 @@ def test_the_table_is_the_documented_one() -> None:
     assert {s: set(t) for s, t in EXECUTOR_TRANSITIONS.items()} == EXPECTED
 
 
+def test_each_executor_is_a_state_machine_on_the_table_that_starts_requested() -> None:
+    tracker = tracker_in(S.RUNNING)
+    record = tracker.record(1)
+    assert record is not None and isinstance(record.machine, StateMachine)
+    assert {s for s in S if record.machine.can(s)} == EXPECTED[S.RUNNING]
+    assert record.history == [
+        Transition(T0, S.REQUESTED, S.REQUESTED),
+        Transition(T0 + 1, S.REQUESTED, S.RUNNING),
+    ]
+
+
 def test_final_states_are_the_endings() -> None:
     assert {s for s in S if s.is_final} == ENDINGS
 
@@ -121,7 +133,7 @@ def test_an_allowed_transition_is_applied_and_recorded(
     record = tracker.record(1)
     assert record is not None
     assert record.state is target
-    assert record.history[-1].state is target and record.history[-1].time == T0 + 100
+    assert record.history[-1].target is target and record.history[-1].time == T0 + 100
     assert tracker.illegal_transitions == 0
     assert not [r for r in caplog.records if "illegal" in r.getMessage()]
 
@@ -164,7 +176,7 @@ def test_the_same_state_again_is_not_a_transition(caplog: pytest.LogCaptureFixtu
         observe(tracker, T0 + 6, 1, "Running")
     record = tracker.record(1)
     assert record is not None
-    assert [e.state for e in record.history] == [S.REQUESTED, S.RUNNING]
+    assert [e.target for e in record.history] == [S.REQUESTED, S.RUNNING]
     assert tracker.illegal_transitions == 0 and not caplog.records
 
 
@@ -194,7 +206,7 @@ def test_a_pod_first_seen_in_a_snapshot_is_tracked_from_requested() -> None:
     observe(tracker, T0, 7, "Running", profile=2)
     record = tracker.record(7)
     assert record is not None
-    assert [e.state for e in record.history] == [S.REQUESTED, S.RUNNING]
+    assert [e.target for e in record.history] == [S.REQUESTED, S.RUNNING]
     assert record.resource_profile_id == 2
 
 
@@ -203,7 +215,7 @@ def test_removed_makes_a_live_executor_lost_but_leaves_an_ended_one_alone() -> N
     live.removed(1, "executor heartbeat timed out", T0 + 5)
     record = live.record(1)
     assert record is not None and record.state is S.LOST
-    assert record.history[-1].detail == "executor heartbeat timed out"
+    assert record.history[-1].reason == "executor heartbeat timed out"
     ended = tracker_in(S.FAILED)
     ended.removed(1, "gone", T0 + 5)
     record = ended.record(1)

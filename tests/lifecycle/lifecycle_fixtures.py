@@ -7,6 +7,7 @@ from typing import Any
 
 from k8s_backend.driver import ExecutorLoss
 from k8s_backend.kube.port import Obj
+from k8s_backend.lifecycle.decisions import LifecycleAction, LifecycleDecider, LifecycleMemory
 from k8s_backend.snapshots.snapshot import ExecutorPodsSnapshot, SnapshotBatch
 from k8s_backend.snapshots.states import ExecutorPodState, PodStateRules
 
@@ -124,3 +125,31 @@ class RecordingDriver:
 
     def registered_executors(self) -> Mapping[str, float]:
         return dict(self.registered)
+
+
+class Remembering:
+    """Runs a pure decider batch after batch, passing each decision's memory to the next, as the manager
+    does; failures are recorded in the memory the same way."""
+
+    def __init__(self, decider: LifecycleDecider, memory: LifecycleMemory | None = None) -> None:
+        self.decider = decider
+        self.memory = memory or LifecycleMemory()
+
+    def decide(
+        self, batch: SnapshotBatch, registered: Mapping[int, float], now: float
+    ) -> list[LifecycleAction]:
+        decision = self.decider.decide(batch, registered, now, self.memory)
+        self.memory = decision.memory
+        return list(decision.actions)
+
+    def is_removed(self, executor_id: int) -> bool:
+        return self.memory.is_removed(executor_id)
+
+    def removal_failed(self, executor_id: int) -> None:
+        self.memory = self.memory.removal_failed(executor_id)
+
+    def delete_failed(self, executor_id: int) -> None:
+        self.memory = self.memory.delete_failed(executor_id)
+
+    def inactivation_failed(self, executor_id: int) -> None:
+        self.memory = self.memory.inactivation_failed(executor_id)

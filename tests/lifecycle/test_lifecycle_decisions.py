@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pytest
 from lifecycle_fixtures import (
     SPARK_CONTAINER,
+    Remembering,
     batch,
     failed_pod,
     pod,
@@ -21,8 +22,11 @@ from k8s_backend.lifecycle.decisions import DeletePod, LifecycleDecider, MarkIna
 RETRY = 30.0
 
 
-def decider(**kwargs: object) -> LifecycleDecider:
-    return LifecycleDecider(container_name=SPARK_CONTAINER, delete_retry_interval=RETRY, **kwargs)  # type: ignore[arg-type]
+def decider(**kwargs: object) -> Remembering:
+    """A decider run batch after batch with its memory threaded through, as the manager runs it."""
+    return Remembering(
+        LifecycleDecider(container_name=SPARK_CONTAINER, delete_retry_interval=RETRY, **kwargs)  # type: ignore[arg-type]
+    )
 
 
 def removals(actions: Sequence[object]) -> list[RemoveFromDriver]:

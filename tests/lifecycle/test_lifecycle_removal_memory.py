@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lifecycle_fixtures import SPARK_CONTAINER, batch, failed_pod, pod
+from lifecycle_fixtures import SPARK_CONTAINER, Remembering, batch, failed_pod, pod
 
 from k8s_backend.driver import ExecutorLoss
 from k8s_backend.lifecycle.decisions import LifecycleDecider, RemoveFromDriver
@@ -16,8 +16,12 @@ def _decider() -> LifecycleDecider:
     return LifecycleDecider(container_name=SPARK_CONTAINER, removed_cache_timeout=180.0)
 
 
+def _remembering() -> Remembering:
+    return Remembering(_decider())
+
+
 def test_a_removed_executor_is_forgotten_after_the_cache_timeout_once_its_pod_is_gone() -> None:
-    decider = _decider()
+    decider = _remembering()
     decider.decide(batch(failed_pod(1)), {}, now=1000.0)
     assert decider.is_removed(1)
     decider.decide(batch(view=[]), {}, now=1100.0)
@@ -27,7 +31,7 @@ def test_a_removed_executor_is_forgotten_after_the_cache_timeout_once_its_pod_is
 
 
 def test_a_removed_executor_whose_pod_is_still_there_is_remembered() -> None:
-    decider = _decider()
+    decider = _remembering()
     decider.decide(batch(failed_pod(1)), {}, now=1000.0)
     decider.decide(batch(view=[failed_pod(1)]), {}, now=2000.0)
     assert decider.is_removed(1)
@@ -63,6 +67,9 @@ def test_a_failed_removal_is_reported_again_when_the_pod_is_deleted() -> None:
         driver=driver,
     )
     manager.on_new_snapshots(batch(failed_pod(1)))
-    assert driver.calls == ["1"] and not decider.is_removed(1)
-    actions = decider.decide(batch(pod(1, "Failed", deleted=True)), {}, now=1001.0)
-    assert [type(a) for a in actions] == [RemoveFromDriver]
+    assert driver.calls == ["1"] and not manager.memory.is_removed(1)
+    decision = decider.decide(batch(pod(1, "Failed", deleted=True)), {}, now=1001.0, memory=manager.memory)
+    assert [type(a) for a in decision.actions] == [RemoveFromDriver]
+    # And the manager does exactly that: the driver hears of it a second time.
+    manager.on_new_snapshots(batch(pod(1, "Failed", deleted=True)))
+    assert driver.calls == ["1", "1"] and manager.memory.is_removed(1)
