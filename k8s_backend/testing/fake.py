@@ -103,7 +103,7 @@ class FakeKubernetes:
                     self._clock.now(),
                 )
             )
-            error = self._faults.take_fault(verb, resource)
+            error = self._faults.take_fault(verb, resource, self._clock.now())
             latency = self._faults.latency(verb)
         if latency:
             time.sleep(latency)  # a slow server, outside the lock so other calls proceed
@@ -356,6 +356,29 @@ class FakeKubernetes:
         with self._lock:
             self._faults.fail_next(
                 verb, resource, status=status, count=count, retry_after=retry_after, message=message
+            )
+
+    def fail_for(
+        self,
+        seconds: float,
+        verb: str,
+        resource: Resource | None = None,
+        *,
+        status: int = 503,
+        retry_after: float | None = None,
+        message: str = "injected outage",
+    ) -> None:
+        """Answer every matching call with ``status`` for the next ``seconds`` of the fake's clock."""
+        if seconds <= 0:
+            raise ValueError(f"an outage lasts a positive number of seconds (got {seconds})")
+        with self._lock:
+            self._faults.fail_until(
+                self._clock.now() + seconds,
+                verb,
+                resource,
+                status=status,
+                retry_after=retry_after,
+                message=message,
             )
 
     def add_latency(self, seconds: float, verb: str = "*") -> None:

@@ -56,9 +56,10 @@ class _Fault:
     verb: str
     resource: tuple[str, str] | None
     status: int
-    remaining: int
+    remaining: int | None  # None: every matching call until ``until``
     retry_after: float | None
     message: str
+    until: float | None = None
 
     def applies_to(self, verb: str, resource: Resource) -> bool:
         return (self.verb in ("*", verb)) and (
@@ -85,10 +86,35 @@ class FaultInjector:
     ) -> None:
         if count < 1:
             raise ValueError(f"count must be at least 1 (got {count})")
+        self._add(verb, resource, status, count, retry_after, message, None)
+
+    def fail_until(
+        self,
+        until: float,
+        verb: str,
+        resource: Resource | None,
+        *,
+        status: int,
+        retry_after: float | None,
+        message: str,
+    ) -> None:
+        """Answer every matching call with ``status`` until the clock reaches ``until`` (an outage)."""
+        self._add(verb, resource, status, None, retry_after, message, until)
+
+    def _add(
+        self,
+        verb: str,
+        resource: Resource | None,
+        status: int,
+        count: int | None,
+        retry_after: float | None,
+        message: str,
+        until: float | None,
+    ) -> None:
         if not 400 <= status <= 599:
             raise ValueError(f"status must be an HTTP error status 400-599 (got {status})")
         key = None if resource is None else (resource.group, resource.plural)
-        self._faults.append(_Fault(check_verb(verb), key, status, count, retry_after, message))
+        self._faults.append(_Fault(check_verb(verb), key, status, count, retry_after, message, until))
 
     def add_latency(self, seconds: float, verb: str) -> None:
         if seconds < 0:
@@ -101,13 +127,15 @@ class FaultInjector:
     def latency(self, verb: str) -> float:
         return self._latency.get(verb, self._latency.get("*", 0.0))
 
-    def take_fault(self, verb: str, resource: Resource) -> ApiError | None:
+    def take_fault(self, verb: str, resource: Resource, now: float) -> ApiError | None:
         """The error for this call if a fault is armed for it (consuming one of its count)."""
+        self._faults = [f for f in self._faults if f.until is None or now < f.until]
         for fault in self._faults:
             if fault.applies_to(verb, resource):
-                fault.remaining -= 1
-                if fault.remaining == 0:
-                    self._faults.remove(fault)
+                if fault.remaining is not None:
+                    fault.remaining -= 1
+                    if fault.remaining == 0:
+                        self._faults.remove(fault)
                 return api_error(
                     fault.status,
                     _REASONS.get(fault.status, "InternalError" if fault.status >= 500 else "Unknown"),

@@ -44,6 +44,22 @@ def test_fail_next_defaults_to_one_server_error_without_side_effects(fake: FakeK
     fake.create(PODS, "ns", POD)  # only the next call failed
 
 
+def test_an_outage_answers_every_matching_call_until_it_ends(fake: FakeKubernetes, clock: ManualClock) -> None:
+    fake.fail_for(10, "create", PODS, status=503, retry_after=1)
+    for _ in range(3):
+        with pytest.raises(ServerError) as caught:
+            fake.create(PODS, "ns", POD)
+        assert (caught.value.status, caught.value.retry_after) == (503, 1)
+    fake.create(CONFIG_MAPS, "ns", {"metadata": {"name": "c"}})  # other kinds are served
+    clock.advance(9.9)
+    with pytest.raises(ServerError):
+        fake.create(PODS, "ns", POD)
+    clock.advance(0.1)
+    fake.create(PODS, "ns", POD)  # the outage is over
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        fake.fail_for(0, "create")
+
+
 def test_faults_carry_status_message_and_retry_after(fake: FakeKubernetes) -> None:
     fake.fail_next("list", PODS, status=429, retry_after=3, message="slow down")
     with pytest.raises(TooManyRequestsError) as caught:
