@@ -11,9 +11,9 @@ import argparse
 import time
 from typing import Any
 
-from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.allocator import AllocatorIdentity, AllocatorSettings, ExecutorPodsAllocator
 from k8s_backend.conf.model import KubernetesConf
-from k8s_backend.lifecycle.decisions import LifecycleDecider
+from k8s_backend.lifecycle.decisions import NOTHING_REMEMBERED, LifecycleDecider
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.snapshots.snapshot import SnapshotBatch
@@ -49,7 +49,12 @@ def watch_event_cost(pods: int, events: int) -> float:
     decider = LifecycleDecider(container_name="spark-kubernetes-executor")
     sink: list[SnapshotBatch] = []
     store.add_subscriber(1.0, sink.append)
-    store.add_subscriber(1.0, lambda batch: decider.decide(batch, {}, scheduler.clock.now()))
+    memory = [NOTHING_REMEMBERED]
+
+    def decide(batch: SnapshotBatch) -> None:  # as the lifecycle manager does: each memory feeds the next
+        memory[0] = decider.decide(batch, {}, scheduler.clock.now(), memory[0]).memory
+
+    store.add_subscriber(1.0, decide)
     store.replace_snapshot([pod(i, "Running", i) for i in range(1, pods + 1)], str(pods))
     scheduler.run_until_idle()
     payload = [pod(1 + (n % pods), "Running" if n % 2 else "Pending", pods + n + 1) for n in range(events)]
@@ -73,14 +78,14 @@ def allocation_round_cost(pods: int, rounds: int) -> float:
         {"spark.kubernetes.container.image": "spark:4.3.0", "spark.executor.instances": str(pods)}
     )
     allocator = ExecutorPodsAllocator(
-        conf,
+        AllocatorSettings.from_conf(conf),
+        AllocatorIdentity(
+            app_id=APP, driver_url="spark://CoarseGrainedScheduler@driver:7078", pod_name_prefix="bench"
+        ),
         FakeKubernetes(clock=clock),
         ExecutorPodBuilder(conf),
         store,
         clock,
-        app_id=APP,
-        driver_url="spark://CoarseGrainedScheduler@driver:7078",
-        pod_name_prefix="bench",
     )
     allocator.advance_executor_id_counter(pods + 1)
     store.replace_snapshot([pod(i, "Running", i) for i in range(1, pods + 1)], str(pods))

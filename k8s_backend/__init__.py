@@ -13,7 +13,7 @@ from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.errors import ApplicationFailedError, BackendStateError, ConfigError, K8sBackendError
 
 if TYPE_CHECKING:
-    from k8s_backend.backend import KubernetesClusterSchedulerBackend
+    from k8s_backend.wiring import KubernetesClusterSchedulerBackend
 
 __version__ = "0.1.0"
 
@@ -29,9 +29,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The backend pulls in the whole runtime; importing it lazily keeps `import k8s_backend` light.
+    # The backend pulls in the whole runtime; importing it lazily keeps `import k8s_backend` light. The
+    # public class is the composition root's: the hooks plus ``create``.
     if name == "KubernetesClusterSchedulerBackend":
-        from k8s_backend.backend import KubernetesClusterSchedulerBackend
+        from k8s_backend.wiring import KubernetesClusterSchedulerBackend
 
         return KubernetesClusterSchedulerBackend
     raise AttributeError(f"module 'k8s_backend' has no attribute {name!r}")

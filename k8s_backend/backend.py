@@ -1,130 +1,134 @@
 """KubernetesClusterSchedulerBackend: the hooks a Spark driver calls, over the parts that do the work.
 
-Construct it with :meth:`KubernetesClusterSchedulerBackend.create` (the composition root, in
-:mod:`k8s_backend.wiring`). Every hook returns quickly: Kubernetes calls run on the backend's own
-scheduler threads, because the PySpark bridge calls these hooks while Spark holds its locks.
+This module only defines the hooks over parts it is given; :mod:`k8s_backend.wiring` (the composition
+root) builds the parts and offers ``KubernetesClusterSchedulerBackend.create``. Every hook returns
+quickly: Kubernetes calls run on the backend's own scheduler threads, because the PySpark bridge calls
+these hooks while Spark holds its locks.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import attrs
+
+from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 from k8s_backend.backend_state import ACCEPTS_REQUESTS, BACKEND_TRANSITIONS, BackendState
-from k8s_backend.conf.model import KubernetesConf, ResourceProfile
-from k8s_backend.driver import DriverEndpoint, ExecutorLoss
+from k8s_backend.conf.model import ResourceProfile, ScalingConf
+from k8s_backend.driver import ExecutorLoss
 from k8s_backend.errors import BackendStateError
 from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.executors.monitor import ExecutorMonitor
-from k8s_backend.gang.gate import GangGate, GateState
-from k8s_backend.kube.port import KubernetesApi, Obj
+from k8s_backend.failures import FailureSink
+from k8s_backend.gang.gate import GateState
+from k8s_backend.gang.start import GangStart
+from k8s_backend.kube.port import Obj
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
-from k8s_backend.scheduling import Cancellable, Clock, Scheduler
+from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.states import PodPhase
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
-from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 from k8s_backend.state_machine import StateMachine
 from k8s_backend.stop_sequence import StopSequence
-
-if TYPE_CHECKING:
-    from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 
 log = logging.getLogger(__name__)
 
 ApplicationFailedListener = Callable[[str], None]
 
 
+class WatchSource(Protocol):
+    """What the backend needs of the watch source (:class:`ExecutorPodsWatchSnapshotSource`)."""
+
+    def start(self, app_id: str) -> None: ...
+
+    def stop(self, timeout: float = 5.0) -> None: ...
+
+    def health(self) -> dict[str, object]: ...
+
+
+@attrs.frozen
+class BackendParts:
+    """The parts the backend drives, built and wired by the composition root."""
+
+    store: ExecutorPodsSnapshotsStore
+    watch_source: WatchSource
+    polling_source: ExecutorPodsPollingSnapshotSource
+    allocator: ExecutorPodsAllocator
+    lifecycle: ExecutorPodsLifecycleManager
+    operations: ExecutorOperations
+    monitor: ExecutorMonitor
+    stop_sequence: StopSequence
+    registered_executors: Callable[[], int]  # executors registered with the driver (or running pods)
+
+
+@attrs.frozen
+class StartPlan:
+    """What :meth:`KubernetesClusterSchedulerBackend.start` creates and waits for before allocating."""
+
+    pod_group: Obj | None = None  # the Volcano PodGroup, created first (SPARK-38794)
+    config_map: Obj | None = None  # the executor ConfigMap
+    recover: Callable[[], int] | None = None  # adopts an earlier driver's pods; returns the next id
+    wait_for_driver: Callable[[], object] | None = None  # waits (briefly) for the driver pod to be Ready
+
+
 class KubernetesClusterSchedulerBackend:
-    """Manages an application's executor pods; the Python counterpart of Spark's backend of that name."""
+    """Manages an application's executor pods; the Python counterpart of Spark's backend of that name.
+
+    Build it with :meth:`k8s_backend.KubernetesClusterSchedulerBackend.create`.
+    """
 
     def __init__(
         self,
-        conf: KubernetesConf,
         *,
         app_id: str,
-        api: KubernetesApi,
-        scheduler: Scheduler,
+        scaling: ScalingConf,
+        parts: BackendParts,
+        plan: StartPlan,
+        failures: FailureSink,
         clock: Clock,
-        store: ExecutorPodsSnapshotsStore,
-        watch_source: ExecutorPodsWatchSnapshotSource,
-        polling_source: ExecutorPodsPollingSnapshotSource,
-        allocator: ExecutorPodsAllocator,
-        lifecycle: ExecutorPodsLifecycleManager,
-        operations: ExecutorOperations,
-        stop_sequence: StopSequence,
-        monitor: ExecutorMonitor,
-        driver: DriverEndpoint | None = None,
-        config_map: Obj | None = None,
-        pod_group: Obj | None = None,
-        recover: Callable[[], int] | None = None,
-        gate: GangGate | None = None,
-        on_application_failed: ApplicationFailedListener | None = None,
+        gang: GangStart | None = None,
+        failure_listeners: Sequence[ApplicationFailedListener] = (),
     ) -> None:
-        self.conf = conf
+        """``failures``: the sink every part reports to; ``failure_listeners`` are told (once) when the
+        backend fails the application, unless it is already stopping."""
         self._app_id = app_id
-        self.api = api
-        self._scheduler = scheduler
-        self._clock = clock
-        self.store = store
-        self.watch_source = watch_source
-        self.polling_source = polling_source
-        self.allocator = allocator
-        self.lifecycle = lifecycle
-        self._operations = operations
-        self._stop_sequence = stop_sequence
-        self._driver = driver
-        self._config_map = config_map
-        self._pod_group = pod_group
-        self._recover = recover
-        self.monitor = monitor
-        self._gate = gate
-        self._gate_started = 0.0
-        self._gate_state = GateState.HOLDING
-        self._gate_task: Cancellable | None = None
-        self._gate_lock = threading.Lock()
-        self._on_application_failed = on_application_failed
+        self._scaling = scaling
+        self.parts = parts
+        self._plan = plan
+        self._gang = gang
+        self._failure_listeners = tuple(failure_listeners)
         self._machine = StateMachine("backend", BackendState.NEW, BACKEND_TRANSITIONS, clock.now)
         self.failure_reason: str | None = None
+        failures.add_listener(self._fail)
+        self._failures = failures
 
-    @classmethod
-    def create(
-        cls,
-        conf: KubernetesConf | Mapping[str, str] | Any,
-        *,
-        app_id: str,
-        driver_url: str,
-        api: KubernetesApi | None = None,
-        driver: DriverEndpoint | None = None,
-        clock: Clock | None = None,
-        scheduler: Scheduler | None = None,
-        on_application_failed: ApplicationFailedListener | None = None,
-        watch_on_scheduler: bool = False,
-    ) -> KubernetesClusterSchedulerBackend:
-        """Build a backend and everything it owns (the composition root).
+    # -- parts, for status, tests and tools ----------------------------------------------------------
 
-        ``conf``: Spark properties (a mapping or a ``pyspark.SparkConf``) or a :class:`KubernetesConf`.
-        ``api=None`` uses the official client (kubeconfig or in-cluster). ``driver=None`` runs without a
-        driver: executors are tracked from their pods alone. ``clock``, ``scheduler`` and
-        ``watch_on_scheduler`` (run the watch loop as scheduler tasks, not a thread) are for tests.
-        Raises :class:`k8s_backend.ConfigError` before anything is created on the cluster.
-        """
-        from k8s_backend.wiring import build_backend
+    @property
+    def store(self) -> ExecutorPodsSnapshotsStore:
+        return self.parts.store
 
-        return build_backend(
-            cls,
-            conf,
-            app_id=app_id,
-            driver_url=driver_url,
-            api=api,
-            driver=driver,
-            clock=clock,
-            scheduler=scheduler,
-            on_application_failed=on_application_failed,
-            watch_on_scheduler=watch_on_scheduler,
-        )
+    @property
+    def watch_source(self) -> WatchSource:
+        return self.parts.watch_source
+
+    @property
+    def polling_source(self) -> ExecutorPodsPollingSnapshotSource:
+        return self.parts.polling_source
+
+    @property
+    def allocator(self) -> ExecutorPodsAllocator:
+        return self.parts.allocator
+
+    @property
+    def lifecycle(self) -> ExecutorPodsLifecycleManager:
+        return self.parts.lifecycle
+
+    @property
+    def monitor(self) -> ExecutorMonitor:
+        return self.parts.monitor
 
     # -- state ---------------------------------------------------------------------------------------
 
@@ -150,28 +154,26 @@ class KubernetesClusterSchedulerBackend:
         earlier driver, then allocation, then the sources."""
         self._require("start", {BackendState.NEW})
         self._machine.transition(BackendState.STARTING)
+        parts, plan = self.parts, self._plan
         try:
-            if self._pod_group is not None:
-                self._operations.create_pod_group(self._pod_group)
-            if self._config_map is not None:
-                self._operations.create_config_map(self._config_map)
-            if self._recover is not None:
-                self.allocator.advance_executor_id_counter(self._recover())
-            if self.conf.driver.pod_name:
-                self._operations.wait_for_driver_ready(
-                    self.conf.driver.pod_name, self.conf.allocation.driver_readiness_timeout
-                )
-            self.allocator.start()
-            self.allocator.set_total_expected_executors({0: self.conf.scaling.initial_target})
-            self.lifecycle.start()
-            self.monitor.start()
-            self.watch_source.start(self._app_id)
-            self.polling_source.start(self._app_id)
-            if self._gate is not None:
-                self._gate_started = self._clock.now()
-                self._gate_task = self._scheduler.schedule_with_fixed_delay(1.0, 1.0, self._tick_gate)
+            if plan.pod_group is not None:
+                parts.operations.create_pod_group(plan.pod_group)
+            if plan.config_map is not None:
+                parts.operations.create_config_map(plan.config_map)
+            if plan.recover is not None:
+                parts.allocator.advance_executor_id_counter(plan.recover())
+            if plan.wait_for_driver is not None:
+                plan.wait_for_driver()
+            parts.allocator.start()
+            parts.allocator.set_total_expected_executors({0: self._scaling.initial_target})
+            parts.lifecycle.start()
+            parts.monitor.start()
+            parts.watch_source.start(self._app_id)
+            parts.polling_source.start(self._app_id)
+            if self._gang is not None:
+                self._gang.start()
         except Exception as error:
-            self._fail(f"the backend could not start: {error}")
+            self._failures.report(f"the backend could not start: {error}")
             raise
         self._machine.transition_if_allowed(BackendState.RUNNING)  # not if it failed meanwhile
         log.info("Kubernetes backend started for application %s", self._app_id)
@@ -180,12 +182,12 @@ class KubernetesClusterSchedulerBackend:
         """Stop everything and clean up; safe to call more than once."""
         if not self._machine.transition_if_allowed(BackendState.STOPPING):
             return  # already stopping or stopped (maybe on another thread)
-        self._stop_sequence.run()
+        self.parts.stop_sequence.run()
         self._machine.transition(BackendState.STOPPED)
 
     def register_resource_profile(self, profile: ResourceProfile) -> None:
         """Make a custom resource profile's executor size known before targets mention it."""
-        self.allocator.register_resource_profile(profile)
+        self.parts.allocator.register_resource_profile(profile)
 
     def request_total_executors(
         self, targets: Mapping[int, int], profiles: Mapping[int, ResourceProfile] | None = None
@@ -195,94 +197,54 @@ class KubernetesClusterSchedulerBackend:
         for profile_id, total in targets.items():
             if total < 0:
                 raise ValueError(f"resource profile {profile_id}: a target cannot be negative ({total})")
-        self.allocator.set_total_expected_executors(dict(targets), profiles)
+        self.parts.allocator.set_total_expected_executors(dict(targets), profiles)
         return True
 
     def kill_executors(self, executor_ids: Sequence[str]) -> bool:
         """Remove executors: label them, tell the driver, force-delete them after the grace period."""
         self._require("kill_executors", ACCEPTS_REQUESTS | {BackendState.FAILED})
-        self.monitor.killed(executor_ids)
-        self._operations.kill(list(executor_ids))
+        self.parts.monitor.killed(executor_ids)
+        self.parts.operations.kill(list(executor_ids))
         return True
 
     def decommission_executors(self, executor_ids: Sequence[str]) -> bool:
         """Label decommissioning executors (for PDBs and deletion cost); the driver does the rest."""
         self._require("decommission_executors", ACCEPTS_REQUESTS | {BackendState.FAILED})
-        self.monitor.decommissioning(executor_ids)
-        self._operations.label_decommissioning(list(executor_ids))
+        self.parts.monitor.decommissioning(executor_ids)
+        self.parts.operations.label_decommissioning(list(executor_ids))
         return True
 
     def is_executor_excluded(self, executor_id: str) -> bool:
         """Refuse registration from executors the allocator already deleted as excess."""
-        return executor_id.isdigit() and self.allocator.is_deleted(int(executor_id))
+        return executor_id.isdigit() and self.parts.allocator.is_deleted(int(executor_id))
 
     def sufficient_resources_registered(self) -> bool:
         """Whether enough executors registered to start scheduling (min registered ratio, as Spark).
 
         With the built-in gang start, only once the gang runs (or a Soft gang timed out).
         """
-        if self._gate is not None:
-            return self._check_gate() is not GateState.HOLDING and self.failure_reason is None
-        registered = self._registered_count()
-        return registered >= self.conf.scaling.initial_target * self.conf.scaling.min_registered_ratio
-
-    def _registered_count(self) -> int:
-        if self._driver is not None:
-            return sum(1 for i in self._driver.registered_executors() if str(i).isdigit())
-        return len(self.store.current().in_phase(PodPhase.RUNNING))
-
-    def _tick_gate(self) -> None:
-        self._check_gate()
-
-    def _check_gate(self) -> GateState:
-        """Re-evaluate the all-or-nothing start; fail (Hard) or go on (Soft) on timeout, once."""
-        gate = self._gate
-        running = self._registered_count()
-        with self._gate_lock:  # the driver's thread and the scheduler's both check the gate
-            if gate is None or self._gate_state is not GateState.HOLDING:
-                return self._gate_state
-            now = self._clock.now()
-            state = gate.decide(running, self._gate_started, now)
-            if state is GateState.HOLDING:
-                return state
-            self._gate_state = state
-        if self._gate_task is not None:
-            self._gate_task.cancel()
-        if state is GateState.OPEN:
-            log.info("Gang of %d executors is running", gate.min_executors)
-        elif gate.hard:
-            # Every pending executor's reason, however short the gang timeout is next to stuckTimeout.
-            reasons = self.monitor.stuck_reasons(min_wait=0)
-            self._fail(gate.failure_reason(running, now - self._gate_started, reasons))
-        else:
-            log.warning(
-                "Gang timed out (Soft) with %d of %d executors running; going on with them",
-                running, gate.min_executors,
-            )
-        return state
+        if self._gang is not None:
+            return self._gang.check() is not GateState.HOLDING and self.failure_reason is None
+        registered = self.parts.registered_executors()
+        return registered >= self._scaling.initial_target * self._scaling.min_registered_ratio
 
     # -- failure -------------------------------------------------------------------------------------
 
     def _fail(self, reason: str) -> None:
+        """The failure sink's listener: fail the application unless it is already stopping."""
         if not self._machine.transition_if_allowed(BackendState.FAILED, reason):
             return
         self.failure_reason = reason
         log.error("Application %s failed: %s", self._app_id, reason)
-        listeners: list[ApplicationFailedListener] = []
-        if self._on_application_failed is not None:
-            listeners.append(self._on_application_failed)
-        driver_hook = getattr(self._driver, "application_failed", None)
-        if callable(driver_hook):
-            listeners.append(driver_hook)
-        for listener in listeners:
+        for listener in self._failure_listeners:
             try:
                 listener(reason)
             except Exception:
                 log.exception("Application-failed listener raised")
 
     def application_failed(self, reason: str) -> None:
-        """Called by the allocator when the application cannot go on (e.g. too many executor failures)."""
-        self._fail(reason)
+        """Fail the application from outside the parts (reported through the same sink, so once)."""
+        self._failures.report(reason)
 
     # -- observation ---------------------------------------------------------------------------------
 
@@ -291,7 +253,8 @@ class KubernetesClusterSchedulerBackend:
 
     def status(self) -> dict[str, Any]:
         """A plain summary for logs, CLIs and tests."""
-        snapshot = self.store.current()
+        parts = self.parts
+        snapshot = parts.store.current()
         counts: dict[str, int] = {phase.value: 0 for phase in PodPhase}
         for state in snapshot.pods.values():
             counts[state.phase.value] += 1
@@ -299,7 +262,7 @@ class KubernetesClusterSchedulerBackend:
             "app_id": self._app_id,
             "state": self._machine.state.value,
             "failure_reason": self.failure_reason,
-            "allocator": self.allocator.status(),
+            "allocator": parts.allocator.status(),
             "pods": counts,
             "recent_losses": [
                 {
@@ -309,16 +272,12 @@ class KubernetesClusterSchedulerBackend:
                     "exit_caused_by_app": loss.exit_caused_by_app,
                     "reason": loss.summary,
                 }
-                for loss in tuple(self.lifecycle.recent_losses)  # the lifecycle thread appends meanwhile
+                for loss in tuple(parts.lifecycle.recent_losses)  # the lifecycle thread appends meanwhile
             ],
-            "executors": self.monitor.summary(),
-            "gang": None if self._gate is None else {
-                "min_executors": self._gate.min_executors,
-                "hard": self._gate.hard,
-                "state": self._gate_state.value,
-            },
-            "watch": self.watch_source.health(),
-            "polls": self.polling_source.polls,
+            "executors": parts.monitor.summary(),
+            "gang": None if self._gang is None else self._gang.status(),
+            "watch": parts.watch_source.health(),
+            "polls": parts.polling_source.polls,
             "history": [
                 {"time": t.time, "from": t.source.value, "to": t.target.value, "reason": t.reason}
                 for t in self._machine.history()

@@ -7,6 +7,9 @@ from typing import Protocol
 
 import attrs
 
+from k8s_backend.snapshots.states import PodPhase
+from k8s_backend.snapshots.store import SnapshotsStore
+
 
 @attrs.frozen
 class ExecutorLoss:
@@ -19,16 +22,23 @@ class ExecutorLoss:
 
 
 class DriverEndpoint(Protocol):
-    """What the backend needs from the driver; the core never imports pyspark."""
+    """What the backend calls on the driver, and nothing more; the core never imports pyspark."""
 
     def remove_executor(self, executor_id: str, loss: ExecutorLoss) -> None:
         """Tell the driver an executor is lost (asynchronous on the driver side)."""
         ...
 
-    def disable_executor(self, executor_id: str) -> None:
-        """Stop scheduling tasks on an executor without removing it yet."""
-        ...
-
     def registered_executors(self) -> Mapping[str, float]:
         """Executor id -> registration time (epoch seconds) of the executors the driver knows."""
         ...
+
+    def application_failed(self, reason: str) -> None:
+        """The backend gave up on the application (the driver stops it)."""
+        ...
+
+
+def registered_executor_count(driver: DriverEndpoint | None, store: SnapshotsStore) -> int:
+    """Executors registered with the driver; without a driver, the executor pods that run."""
+    if driver is not None:
+        return sum(1 for i in driver.registered_executors() if str(i).isdigit())
+    return len(store.current().in_phase(PodPhase.RUNNING))

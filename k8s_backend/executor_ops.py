@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
 from collections.abc import Sequence
 
+from k8s_backend.conf.model import LifecycleConf
 from k8s_backend.driver import DriverEndpoint, ExecutorLoss
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import (
@@ -23,16 +23,17 @@ from k8s_backend.kube.port import (
     NotFoundError,
     Obj,
 )
-from k8s_backend.scheduling import Scheduler
+from k8s_backend.scheduling import Clock, Scheduler
 
 log = logging.getLogger(__name__)
+
+KILLED_MESSAGE = "Executor killed by driver."
+EXIT_POLL = 0.2  # seconds between looks at the executors that should exit
 
 
 def _is_ready(pod: Obj) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-KILLED_MESSAGE = "Executor killed by driver."
 
 
 class ExecutorOperations:
@@ -42,21 +43,22 @@ class ExecutorOperations:
         self,
         api: KubernetesApi,
         scheduler: Scheduler,
+        clock: Clock,
         *,
         namespace: str,
         app_id: str,
-        delete_grace_period: float,
-        decommission_label: str | None,
-        decommission_label_value: str = "",
+        lifecycle: LifecycleConf,
         driver: DriverEndpoint | None = None,
     ) -> None:
+        """``lifecycle``: the delete grace period and the decommission label are read from it."""
         self._api = api
         self._scheduler = scheduler
+        self._clock = clock
         self._namespace = namespace
         self._app_selector = executor_selector(app_id)
-        self._grace = delete_grace_period
-        self._label = decommission_label
-        self._label_value = decommission_label_value
+        self._grace = lifecycle.delete_grace_period
+        self._label = lifecycle.decommission_label
+        self._label_value = lifecycle.decommission_label_value
         self._driver = driver
 
     def create_config_map(self, body: Obj) -> None:
@@ -69,7 +71,7 @@ class ExecutorOperations:
     def wait_for_driver_ready(self, name: str, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the driver pod to be Ready: its Service's DNS name does not
         resolve before that (SPARK-32975). Errors and timeouts are only logged, as in Spark."""
-        deadline = time.monotonic() + timeout
+        deadline = self._clock.now() + timeout
         stream = None
         try:
             pod = self._api.get(PODS, self._namespace, name)
@@ -85,7 +87,7 @@ class ExecutorOperations:
             for event in stream:
                 if event.type != "BOOKMARK" and _is_ready(event.object):
                     return True
-                if time.monotonic() >= deadline:
+                if self._clock.now() >= deadline:
                     break
         except Exception as error:
             log.warning("Waiting for the driver pod %s to be ready failed: %s", name, error)
@@ -99,7 +101,10 @@ class ExecutorOperations:
     def wait_for_executors_to_exit(self, timeout: float) -> bool:
         """Give executors the driver told to stop up to ``timeout`` seconds to exit by themselves, so that
         deleting their pods afterwards does not kill them mid-shutdown (exit 143)."""
-        deadline = time.monotonic() + timeout
+        deadline = self._clock.now() + timeout
+        # Bounded by a count of looks too: a clock that does not move on its own (a test's) must not
+        # turn the wait into a hang.
+        looks_left = math.ceil(timeout / EXIT_POLL) + 1
         pause = threading.Event()
         while True:
             try:
@@ -114,10 +119,11 @@ class ExecutorOperations:
                 return False
             if not running:
                 return True
-            if time.monotonic() >= deadline:
+            looks_left -= 1
+            if self._clock.now() >= deadline or looks_left <= 0:
                 log.info("%d executors still running after %.1fs; deleting their pods", len(running), timeout)
                 return False
-            pause.wait(0.2)  # other processes (the executors) are what we wait for
+            pause.wait(EXIT_POLL)  # other processes (the executors) are what we wait for
 
     def delete_pods_eventually(
         self, names: Sequence[str], *, interval: float = 5.0, attempts: int = 120

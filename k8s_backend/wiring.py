@@ -1,316 +1,360 @@
-"""The composition root: the one place that builds and wires the backend's parts.
+"""The composition root: the one place that builds and wires the backend's parts (Spark's
+KubernetesClusterManager), and the public :class:`KubernetesClusterSchedulerBackend` with its ``create``.
 
 Everything else receives its collaborators through its constructor, which is what lets each part be
-tested alone with a fake API, a manual clock and a deterministic scheduler.
+tested alone with a fake API, a manual clock and a deterministic scheduler. The dependency goes one way:
+this module imports :mod:`k8s_backend.backend`, never the other way round. The failure sink is built
+first and handed to every part that can fail the application, so no part needs the backend.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import secrets
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
-from k8s_backend.allocation.allocator import ExecutorPodsAllocator, fetch_driver_pod
-from k8s_backend.conf.model import KubernetesConf
-from k8s_backend.driver import DriverEndpoint, ExecutorLoss
-from k8s_backend.errors import ConfigError
+import attrs
+
+from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
+from k8s_backend.application import Application, check_identity, plan_application
+from k8s_backend.backend import (
+    ApplicationFailedListener,
+    BackendParts,
+    StartPlan,
+    WatchSource,
+)
+from k8s_backend.backend import KubernetesClusterSchedulerBackend as _BackendHooks
+from k8s_backend.conf.model import KubernetesConf, ScalingConf
+from k8s_backend.driver import DriverEndpoint, ExecutorLoss, registered_executor_count
 from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.executors.monitor import ExecutorMonitor
 from k8s_backend.executors.tracker import ExecutorTracker
-from k8s_backend.gang.setup import GangSetup, plan_gang
-from k8s_backend.kube.labels import app_selector, executor_selector
-from k8s_backend.kube.port import (
-    CONFIG_MAPS,
-    POD_GROUPS,
-    PODS,
-    PVCS,
-    SERVICES,
-    ApiError,
-    KubernetesApi,
-    Obj,
-    is_retryable,
-)
+from k8s_backend.failures import FailureSink
+from k8s_backend.gang.setup import plan_gang
+from k8s_backend.gang.start import GangStart
+from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.lifecycle.decisions import LifecycleDecider
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
 from k8s_backend.pods.builder import ExecutorPodBuilder
-from k8s_backend.pods.config_map import build_executor_config_map, executor_config_map_name
-from k8s_backend.pods.names import resource_name_prefix
 from k8s_backend.recovery import recover
 from k8s_backend.scheduling import Clock, Scheduler, SystemClock, ThreadScheduler
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
-from k8s_backend.snapshots.states import PodStateRules
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
-from k8s_backend.stop_sequence import Step, StopSequence
-
-if TYPE_CHECKING:
-    from k8s_backend.backend import ApplicationFailedListener, KubernetesClusterSchedulerBackend
+from k8s_backend.stop_order import Sources, build_stop_sequence
 
 log = logging.getLogger(__name__)
 
 SCHEDULER_THREADS = 3  # two snapshot subscribers plus maintenance work, as Spark's pools
-DELETE_STEPS = (
-    "delete the driver services",
-    "delete the application's PVCs",
-    "delete the executor pods",
-    "delete the executor config maps",
-    "delete the PodGroup",
-)
+
+_B = TypeVar("_B", bound="KubernetesClusterSchedulerBackend")
 
 
 def to_kubernetes_conf(conf: KubernetesConf | Mapping[str, str] | Any) -> KubernetesConf:
     return conf if isinstance(conf, KubernetesConf) else KubernetesConf.from_spark_conf(conf)
 
 
+@attrs.frozen
+class Runtime:
+    """What the parts run on: the API, time, threads, and the driver they report to."""
+
+    api: KubernetesApi
+    clock: Clock
+    scheduler: Scheduler
+    driver: DriverEndpoint | None
+    owns_api: bool  # built here, so closed at stop
+    owns_scheduler: bool  # built here, so shut down at stop
+
+
+@attrs.frozen
+class Assembly:
+    """Everything the composition root built, before a backend is made of it."""
+
+    app_id: str
+    scaling: ScalingConf
+    parts: BackendParts
+    plan: StartPlan
+    failures: FailureSink
+    clock: Clock
+    gang: GangStart | None
+    failure_listeners: tuple[ApplicationFailedListener, ...]
+
+
+def assemble(
+    conf: KubernetesConf | Mapping[str, str] | Any,
+    *,
+    app_id: str,
+    driver_url: str,
+    api: KubernetesApi | None = None,
+    driver: DriverEndpoint | None = None,
+    clock: Clock | None = None,
+    scheduler: Scheduler | None = None,
+    on_application_failed: ApplicationFailedListener | None = None,
+) -> Assembly:
+    """Build every part (see :meth:`KubernetesClusterSchedulerBackend.create` for the arguments).
+
+    Every check that can fail runs before anything is created on the cluster or any thread starts.
+    """
+    kconf = to_kubernetes_conf(conf)
+    check_identity(app_id, driver_url)
+    gang = plan_gang(kconf)
+    builder = ExecutorPodBuilder(kconf, steps=gang.steps)  # loads and checks templates and user steps
+    clock = clock or SystemClock()
+    owns_api = api is None
+    api = api or _real_api(kconf)
+    application = plan_application(kconf, app_id, driver_url, api, gang, builder)
+    owns_scheduler = scheduler is None  # threads start only once every check passed
+    scheduler = scheduler or ThreadScheduler("k8s-backend", threads=SCHEDULER_THREADS, clock=clock)
+    runtime = Runtime(api, clock, scheduler, driver, owns_api, owns_scheduler)
+    failures = FailureSink()
+    parts = _parts(application, runtime, failures)
+    listeners = [on_application_failed] if on_application_failed is not None else []
+    if driver is not None:
+        listeners.append(driver.application_failed)
+    return Assembly(
+        app_id=app_id,
+        scaling=kconf.scaling,
+        parts=parts,
+        plan=_start_plan(application, runtime, parts),
+        failures=failures,
+        clock=clock,
+        gang=_gang_start(application, runtime, parts, failures),
+        failure_listeners=tuple(listeners),
+    )
+
+
+class KubernetesClusterSchedulerBackend(_BackendHooks):
+    """Manages an application's executor pods; the Python counterpart of Spark's backend of that name.
+
+    The hooks are :class:`k8s_backend.backend.KubernetesClusterSchedulerBackend`'s; this class adds the
+    factory that builds the parts.
+    """
+
+    @classmethod
+    def create(
+        cls: type[_B],
+        conf: KubernetesConf | Mapping[str, str] | Any,
+        *,
+        app_id: str,
+        driver_url: str,
+        api: KubernetesApi | None = None,
+        driver: DriverEndpoint | None = None,
+        clock: Clock | None = None,
+        scheduler: Scheduler | None = None,
+        on_application_failed: ApplicationFailedListener | None = None,
+    ) -> _B:
+        """Build a backend and everything it owns.
+
+        ``conf``: Spark properties (a mapping or a ``pyspark.SparkConf``) or a :class:`KubernetesConf`.
+        ``api=None`` uses the official client (kubeconfig or in-cluster). ``driver=None`` runs without a
+        driver: executors are tracked from their pods alone. ``on_application_failed`` is told (once)
+        why the application was failed. ``clock`` and ``scheduler`` are for tests.
+        Raises :class:`k8s_backend.ConfigError` before anything is created on the cluster.
+        """
+        assembly = assemble(
+            conf,
+            app_id=app_id,
+            driver_url=driver_url,
+            api=api,
+            driver=driver,
+            clock=clock,
+            scheduler=scheduler,
+            on_application_failed=on_application_failed,
+        )
+        return cls.from_assembly(assembly)
+
+    @classmethod
+    def from_assembly(cls: type[_B], assembly: Assembly) -> _B:
+        """A backend over parts :func:`assemble` built (a tool or test may swap one with attrs.evolve)."""
+        return cls(
+            app_id=assembly.app_id,
+            scaling=assembly.scaling,
+            parts=assembly.parts,
+            plan=assembly.plan,
+            failures=assembly.failures,
+            clock=assembly.clock,
+            gang=assembly.gang,
+            failure_listeners=assembly.failure_listeners,
+        )
+
+
 def _real_api(conf: KubernetesConf) -> KubernetesApi:
+    # Imported here only so that tests on the fake never load the official client.
     from k8s_backend.kube.client import OfficialKubernetesApi
 
     return OfficialKubernetesApi.from_conf(conf.api, namespace_default=conf.namespace)
 
 
-class _Late:
-    """The backend, for callbacks wired before it exists (the allocator reports failure, for one)."""
-
-    def __init__(self) -> None:
-        self.backend: KubernetesClusterSchedulerBackend | None = None
-
-    def application_failed(self, reason: str) -> None:
-        if self.backend is not None:
-            self.backend.application_failed(reason)
+# -- the parts -----------------------------------------------------------------------------------------
 
 
-def build_backend(
-    cls: type[KubernetesClusterSchedulerBackend],
-    conf: KubernetesConf | Mapping[str, str] | Any,
-    *,
-    app_id: str,
-    driver_url: str,
-    api: KubernetesApi | None,
-    driver: DriverEndpoint | None,
-    clock: Clock | None,
-    scheduler: Scheduler | None,
-    on_application_failed: ApplicationFailedListener | None,
-    watch_on_scheduler: bool = False,
-) -> KubernetesClusterSchedulerBackend:
-    """Build the backend: every check that can fail runs before anything is created on the cluster."""
-    kconf = to_kubernetes_conf(conf)
-    if not app_id:
-        raise ConfigError("app_id must be a non-empty application id (spark.app.id)", key="spark.app.id")
-    if not driver_url:
-        raise ConfigError("driver_url must be the driver's spark:// RPC address", key="spark.driver.host")
-    gang = plan_gang(kconf)
-    builder = ExecutorPodBuilder(kconf, steps=gang.steps)  # loads and checks templates and user steps
-    namespace = kconf.namespace
-    clock = clock or SystemClock()
-    owns_api = api is None
-    api = api or _real_api(kconf)
-    driver_pod = fetch_driver_pod(api, namespace, kconf.driver.pod_name)
-    owns_scheduler = scheduler is None
-    scheduler = scheduler or ThreadScheduler("k8s-backend", threads=SCHEDULER_THREADS, clock=clock)
-    prefix = kconf.executor.pod_name_prefix or resource_name_prefix(kconf.app_name)
-    late = _Late()
-
-    config_map: Obj | None = None
-    if not kconf.executor.disable_config_map:
-        config_map = build_executor_config_map(
-            kconf,
-            app_id=app_id,
-            name=executor_config_map_name(secrets.token_hex(5)),
-            driver_pod=driver_pod,
-            conf_dir=builder.facts.conf_dir,
-        )
-    pod_group = gang.pod_group(builder, app_id=app_id, driver_url=driver_url, driver_pod=driver_pod)
-
-    rules = PodStateRules(kconf.executor.container_name, kconf.snapshots.check_all_containers)
-    store = ExecutorPodsSnapshotsStore(scheduler, clock, rules)
-    watch_source = ExecutorPodsWatchSnapshotSource(
-        api,
-        store,
-        namespace=namespace,
-        enabled=kconf.snapshots.enable_api_watcher,
-        scheduler=scheduler if watch_on_scheduler else None,
-    )
-    polling_source = ExecutorPodsPollingSnapshotSource(
-        api,
-        store,
-        scheduler,
-        namespace=namespace,
-        interval=kconf.snapshots.api_polling_interval,
-        enabled=kconf.snapshots.enable_api_polling,
-        cached_reads=kconf.snapshots.enable_polling_with_resource_version,
-    )
-    tracker = ExecutorTracker(
-        container_name=kconf.executor.container_name,
-        stuck_timeout=kconf.lifecycle.stuck_timeout,
-        image_pull_timeout=kconf.lifecycle.image_pull_fail_timeout or None,
-    )
-    monitor = ExecutorMonitor(
-        tracker,
-        store,
-        clock,
-        interval=kconf.snapshots.event_processing_interval,
-        on_application_failed=late.application_failed,
-    )
-
-    def executor_removed(executor_id: int, loss: ExecutorLoss) -> None:
-        monitor.removed(executor_id, loss.message.strip().splitlines()[0] if loss.message.strip() else "")
-
-    lifecycle = ExecutorPodsLifecycleManager(
-        api,
-        store,
-        clock,
-        namespace=namespace,
-        decider=LifecycleDecider(
-            container_name=kconf.executor.container_name,
-            delete_on_termination=kconf.lifecycle.delete_on_termination,
-            missing_pod_detect_delta=kconf.snapshots.missing_pod_detect_delta,
-            removed_cache_timeout=kconf.lifecycle.deleted_executors_cache_timeout,
-        ),
-        interval=kconf.snapshots.event_processing_interval,
-        driver=driver,
-        on_executor_removed=executor_removed,
-    )
-    allocator = ExecutorPodsAllocator(
-        kconf,
-        api,
-        builder,
-        store,
-        clock,
-        app_id=app_id,
-        driver_url=driver_url,
-        pod_name_prefix=prefix,
-        driver_pod=driver_pod,
-        config_map_name=None if config_map is None else config_map["metadata"]["name"],
-        known_executor_ids=lambda: lifecycle.registered_executors().keys(),
-        on_application_failed=late.application_failed,
-        on_executor_requested=monitor.requested,
-        on_creation_failed=monitor.creation_failed,
-    )
+def _parts(app: Application, runtime: Runtime, failures: FailureSink) -> BackendParts:
+    store = ExecutorPodsSnapshotsStore(runtime.scheduler, runtime.clock, app.rules)
+    watch_source, polling_source = _sources(app.conf, runtime, store)
+    monitor = _monitor(app.conf, runtime, store, failures)
+    lifecycle = _lifecycle(app.conf, runtime, store, monitor)
+    allocator = _allocator(app, runtime, store, lifecycle, monitor, failures)
     operations = ExecutorOperations(
-        api,
-        scheduler,
-        namespace=namespace,
-        app_id=app_id,
-        delete_grace_period=kconf.lifecycle.delete_grace_period,
-        decommission_label=kconf.lifecycle.decommission_label,
-        decommission_label_value=kconf.lifecycle.decommission_label_value,
-        driver=driver,
+        runtime.api,
+        runtime.scheduler,
+        runtime.clock,
+        namespace=app.conf.namespace,
+        app_id=app.app_id,
+        lifecycle=app.conf.lifecycle,
+        driver=runtime.driver,
     )
-
-    def run_recovery() -> int:
-        _, report = recover(
-            api,
-            store,
-            namespace=namespace,
-            app_id=app_id,
-            policy=kconf.lifecycle.recovery_policy,
-            driver_url=driver_url,
-            image=kconf.executor.image,
-            rules=rules,
-            delete_finished=kconf.lifecycle.delete_on_termination,
-        )
-        operations.delete_pods_eventually(report.failed_deletes)
-        return report.next_executor_id
-
-    steps = _stop_steps(
-        kconf,
-        operations if driver is not None else None,
-        api,
-        app_id,
-        gang,
-        store,
-        watch_source,
-        polling_source,
-        allocator,
-        scheduler,
-        owns_scheduler=owns_scheduler,
-        owns_api=owns_api,
-        has_config_map=config_map is not None,
+    stop_sequence = build_stop_sequence(
+        app.conf,
+        app_id=app.app_id,
+        api=runtime.api,
+        sources=Sources(store, watch_source, polling_source),
+        allocator=allocator,
+        # Executors get time to exit only if a driver told them to stop.
+        operations=operations if runtime.driver is not None else None,
+        scheduler=runtime.scheduler if runtime.owns_scheduler else None,
+        owns_api=runtime.owns_api,
+        has_config_map=app.plan.config_map is not None,
+        has_pod_group=app.gang.volcano is not None,
     )
-    if owns_api:
-        # Deletes still being retried in the background need the client: the last one closes it.
-        steps.append(("close the API client", lambda: None if stop_sequence.retrying else api.close()))
-    stop_sequence = StopSequence(
-        steps,
-        background=DELETE_STEPS,
-        retryable=lambda error: not isinstance(error, ApiError) or is_retryable(error),
-        on_retries_done=api.close if owns_api else None,
-    )
-    backend = cls(
-        kconf,
-        app_id=app_id,
-        api=api,
-        scheduler=scheduler,
-        clock=clock,
+    return BackendParts(
         store=store,
         watch_source=watch_source,
         polling_source=polling_source,
         allocator=allocator,
         lifecycle=lifecycle,
         operations=operations,
-        stop_sequence=stop_sequence,
         monitor=monitor,
-        driver=driver,
-        config_map=config_map,
-        pod_group=pod_group,
-        recover=run_recovery,
-        gate=gang.gate,
-        on_application_failed=on_application_failed,
+        stop_sequence=stop_sequence,
+        registered_executors=functools.partial(registered_executor_count, runtime.driver, store),
     )
-    late.backend = backend
-    return backend
 
 
-def _stop_steps(
-    conf: KubernetesConf,
-    operations: ExecutorOperations | None,
-    api: KubernetesApi,
-    app_id: str,
-    gang: GangSetup,
+def _sources(
+    conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore
+) -> tuple[WatchSource, ExecutorPodsPollingSnapshotSource]:
+    snapshots = conf.snapshots
+    watch_source = ExecutorPodsWatchSnapshotSource(
+        runtime.api, store, runtime.clock, namespace=conf.namespace, enabled=snapshots.enable_api_watcher
+    )
+    polling_source = ExecutorPodsPollingSnapshotSource(
+        runtime.api,
+        store,
+        runtime.scheduler,
+        namespace=conf.namespace,
+        interval=snapshots.api_polling_interval,
+        enabled=snapshots.enable_api_polling,
+        cached_reads=snapshots.enable_polling_with_resource_version,
+    )
+    return watch_source, polling_source
+
+
+def _monitor(
+    conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore, failures: FailureSink
+) -> ExecutorMonitor:
+    tracker = ExecutorTracker(
+        container_name=conf.executor.container_name,
+        stuck_timeout=conf.lifecycle.stuck_timeout,
+        image_pull_timeout=conf.lifecycle.image_pull_fail_timeout or None,
+    )
+    return ExecutorMonitor(
+        tracker,
+        store,
+        runtime.clock,
+        interval=conf.snapshots.event_processing_interval,
+        on_application_failed=failures.report,
+    )
+
+
+def _lifecycle(
+    conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore, monitor: ExecutorMonitor
+) -> ExecutorPodsLifecycleManager:
+    def executor_removed(executor_id: int, loss: ExecutorLoss) -> None:
+        monitor.removed(executor_id, loss.message.strip().splitlines()[0] if loss.message.strip() else "")
+
+    return ExecutorPodsLifecycleManager(
+        runtime.api,
+        store,
+        runtime.clock,
+        namespace=conf.namespace,
+        decider=LifecycleDecider(
+            container_name=conf.executor.container_name,
+            delete_on_termination=conf.lifecycle.delete_on_termination,
+            missing_pod_detect_delta=conf.snapshots.missing_pod_detect_delta,
+            removed_cache_timeout=conf.lifecycle.deleted_executors_cache_timeout,
+        ),
+        interval=conf.snapshots.event_processing_interval,
+        driver=runtime.driver,
+        on_executor_removed=executor_removed,
+    )
+
+
+def _allocator(
+    app: Application,
+    runtime: Runtime,
     store: ExecutorPodsSnapshotsStore,
-    watch_source: ExecutorPodsWatchSnapshotSource,
-    polling_source: ExecutorPodsPollingSnapshotSource,
-    allocator: ExecutorPodsAllocator,
-    scheduler: Scheduler,
-    *,
-    owns_scheduler: bool,
-    owns_api: bool,
-    has_config_map: bool,
-) -> list[Step]:
-    """Spark's stop order, with the threads stopped before deletes so no round creates pods after them."""
-    namespace = conf.namespace
-    app = app_selector(app_id)
-    executors = executor_selector(app_id)
+    lifecycle: ExecutorPodsLifecycleManager,
+    monitor: ExecutorMonitor,
+    failures: FailureSink,
+) -> ExecutorPodsAllocator:
+    return ExecutorPodsAllocator(
+        AllocatorSettings.from_conf(app.conf),
+        app.identity,
+        runtime.api,
+        app.builder,
+        store,
+        runtime.clock,
+        listeners=AllocatorListeners(
+            known_executor_ids=lambda: lifecycle.registered_executors().keys(),
+            on_executor_requested=monitor.requested,
+            on_creation_failed=monitor.creation_failed,
+        ),
+        failures=failures,
+    )
 
-    def delete(resource: Any, selector: str) -> Callable[[], None]:
-        return lambda: api.delete_collection(resource, namespace, label_selector=selector)
 
-    steps: list[Step] = [
-        ("stop the snapshot store", store.stop),
-        ("stop the executor watch", watch_source.stop),
-        ("stop the executor polling", polling_source.stop),
-        ("stop the allocator", allocator.halt),
-    ]
-    if owns_scheduler:
-        grace = conf.snapshots.subscribers_shutdown_grace_period
-        steps.append(("stop the backend threads", lambda: scheduler.shutdown(grace)))
-    if conf.driver.delete_service_on_termination:
-        steps.append(("delete the driver services", delete(SERVICES, app)))
-    if conf.driver.own_pvc:
-        steps.append(("delete the application's PVCs", delete(PVCS, app)))
-    if conf.lifecycle.delete_on_termination:
-        exit_wait = conf.lifecycle.stop_exit_wait
-        if operations is not None and exit_wait > 0:
-            ops = operations
+# -- starting ------------------------------------------------------------------------------------------
 
-            def let_executors_exit() -> None:
-                ops.wait_for_executors_to_exit(exit_wait)
 
-            steps.append(("let the executors exit", let_executors_exit))
-        steps.append(("delete the executor pods", delete(PODS, executors)))
-        if has_config_map:
-            steps.append(("delete the executor config maps", delete(CONFIG_MAPS, executors)))
-    if gang.volcano is not None:
-        steps.append(("delete the PodGroup", delete(POD_GROUPS, app)))
-    return steps
+def _start_plan(app: Application, runtime: Runtime, parts: BackendParts) -> StartPlan:
+    conf = app.conf
+
+    def run_recovery() -> int:
+        _, report = recover(
+            runtime.api,
+            parts.store,
+            namespace=conf.namespace,
+            app_id=app.app_id,
+            policy=conf.lifecycle.recovery_policy,
+            driver_url=app.driver_url,
+            image=conf.executor.image,
+            rules=app.rules,
+            delete_finished=conf.lifecycle.delete_on_termination,
+        )
+        parts.operations.delete_pods_eventually(report.failed_deletes)
+        return report.next_executor_id
+
+    wait_for_driver: Callable[[], object] | None = None
+    driver_pod_name = conf.driver.pod_name
+    if driver_pod_name:
+        timeout = conf.allocation.driver_readiness_timeout
+        wait_for_driver = functools.partial(parts.operations.wait_for_driver_ready, driver_pod_name, timeout)
+    return attrs.evolve(app.plan, recover=run_recovery, wait_for_driver=wait_for_driver)
+
+
+def _gang_start(
+    app: Application, runtime: Runtime, parts: BackendParts, failures: FailureSink
+) -> GangStart | None:
+    gate = app.gang.gate
+    if gate is None:
+        return None
+    monitor = parts.monitor
+    return GangStart(
+        gate,
+        runtime.scheduler,
+        runtime.clock,
+        running=parts.registered_executors,
+        stuck_reasons=lambda: monitor.stuck_reasons(min_wait=0),
+        failures=failures,
+    )

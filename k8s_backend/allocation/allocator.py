@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from k8s_backend.allocation.creator import ExecutorPodCreator, PodSpecBuilder, guarded
-from k8s_backend.allocation.failures import ExecutorFailureTracker
+from k8s_backend.allocation.failures import ExecutorFailureTracker, FailureBudget
 from k8s_backend.allocation.pod_index import PodIndex
 from k8s_backend.allocation.policy import (
-    AllocationLimits,
     AllocationPlan,
     DeleteExcessPending,
     NewRequest,
@@ -25,22 +24,27 @@ from k8s_backend.allocation.policy import (
     RoundInput,
     plan_round,
 )
-from k8s_backend.allocation.pvcs import PvcReusePolicy, claim_names_in_use
-from k8s_backend.conf.model import DEFAULT_PROFILE_ID, KubernetesConf, ResourceProfile
+from k8s_backend.allocation.pvcs import claim_names_in_use
+from k8s_backend.allocation.settings import AllocatorIdentity, AllocatorListeners, AllocatorSettings
+from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
 from k8s_backend.errors import ConfigError
+from k8s_backend.failures import FailureReporter, FailureSink
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, KubernetesApi, NotFoundError, Obj
 from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import SnapshotsStore
 
-__all__ = ["ExecutorPodsAllocator", "PodSpecBuilder", "fetch_driver_pod"]
+__all__ = [
+    "AllocatorIdentity",
+    "AllocatorListeners",
+    "AllocatorSettings",
+    "ExecutorPodsAllocator",
+    "PodSpecBuilder",
+    "fetch_driver_pod",
+]
 
 log = logging.getLogger(__name__)
-
-
-def _log_application_failure(reason: str) -> None:
-    log.error("The application should stop: %s", reason)
 
 
 def fetch_driver_pod(api: KubernetesApi, namespace: str, name: str | None) -> Obj | None:
@@ -71,52 +75,44 @@ class ExecutorPodsAllocator:
 
     def __init__(
         self,
-        conf: KubernetesConf,
+        settings: AllocatorSettings,
+        identity: AllocatorIdentity,
         api: KubernetesApi,
         builder: PodSpecBuilder,
         store: SnapshotsStore,
         clock: Clock,
         *,
-        app_id: str,
-        driver_url: str,
-        pod_name_prefix: str,
-        driver_pod: Obj | None = None,
-        config_map_name: str | None = None,
-        known_executor_ids: Callable[[], Collection[int]] = frozenset,
-        on_application_failed: Callable[[str], None] = _log_application_failure,
-        on_executor_requested: Callable[[int, int], None] | None = None,
-        on_creation_failed: Callable[[int, int, str], None] | None = None,
+        listeners: AllocatorListeners | None = None,
+        failures: FailureReporter | None = None,
     ) -> None:
-        self._conf = conf
+        """``failures``: where running out of ``spark.executor.maxNumFailures`` is reported (by default
+        nowhere but the log)."""
+        self._settings = settings
         self._api = api
         self._store = store
         self._clock = clock
-        self._app_id = app_id
-        self._known_executor_ids = known_executor_ids
-        self._on_application_failed = on_application_failed
-        self._on_executor_requested = on_executor_requested  # (executor id, profile id)
-        self._on_creation_failed = on_creation_failed  # (executor id, profile id, reason)
-        self._namespace = conf.namespace
-        self._limits = AllocationLimits.from_conf(conf)
-        self._pvc_policy = PvcReusePolicy.from_conf(conf)
+        self._app_id = identity.app_id
+        self._listeners = listeners or AllocatorListeners()
+        self._namespace = settings.namespace
+        self._limits = settings.limits
+        self._pvc_policy = settings.pvc_policy
         self._creator = ExecutorPodCreator(
             api,
             builder,
             clock,
-            namespace=conf.namespace,
-            pvc_policy=self._pvc_policy,
-            app_id=app_id,
-            driver_url=driver_url,
-            pod_name_prefix=pod_name_prefix,
-            driver_pod=driver_pod,
-            config_map_name=config_map_name,
+            namespace=settings.namespace,
+            pvc_policy=settings.pvc_policy,
+            identity=identity,
         )
-        self._max_failures = conf.max_executor_failures
-        self._failures = ExecutorFailureTracker(clock, conf.lifecycle.failures_validity_interval)
+        self._failures = FailureBudget(
+            ExecutorFailureTracker(clock, settings.failures_validity_interval),
+            settings.max_failures,
+            FailureSink() if failures is None else failures,
+        )
 
         self._lock = threading.Lock()
         self._targets: dict[int, int] = {}  # never shrinks: profiles are not removed (SPARK-30749)
-        self._profiles: dict[int, ResourceProfile] = {DEFAULT_PROFILE_ID: conf.executor.default_profile}
+        self._profiles: dict[int, ResourceProfile] = {DEFAULT_PROFILE_ID: settings.default_profile}
         self._newly_created: dict[int, NewRequest] = {}
         self._known_newly_created: dict[int, int] = {}
         self._deleted: frozenset[int] = frozenset()
@@ -126,7 +122,6 @@ class ExecutorPodsAllocator:
         self._outstanding = 0
         self._started = False
         self._stopped = False
-        self._application_failed = False
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -136,7 +131,7 @@ class ExecutorPodsAllocator:
             if self._started:
                 return
             self._started = True
-        self._store.add_subscriber(self._conf.allocation.batch_delay, self._on_batch)
+        self._store.add_subscriber(self._settings.batch_delay, self._on_batch)
 
     def halt(self) -> None:
         """Stop requesting and deleting pods; rounds still delivered afterwards do nothing."""
@@ -238,8 +233,8 @@ class ExecutorPodsAllocator:
                 "executor_id_counter": self._executor_id_counter,
                 "pvc_counter": self._creator.pvc_counter,
                 "failures": self._failures.num_failed,
-                "max_failures": self._max_failures,
-                "application_failed": self._application_failed,
+                "max_failures": self._failures.max_failures,
+                "application_failed": self._failures.exhausted,
                 "stopped": self._stopped,
             }
 
@@ -249,7 +244,7 @@ class ExecutorPodsAllocator:
         with self._lock:
             if self._stopped:
                 return
-        known = frozenset(self._known_executor_ids())
+        known = frozenset(self._listeners.known_executor_ids())
         self._index.apply(batch)
         with self._lock:
             # Never hand out an id the driver or the cluster already has (e.g. after a restart).
@@ -271,7 +266,7 @@ class ExecutorPodsAllocator:
             )
         plan = plan_round(inputs)
         self._apply(plan, batch)
-        self._check_failures()
+        self._failures.check()
 
     def _apply(self, plan: AllocationPlan, batch: SnapshotBatch) -> None:
         with self._lock:
@@ -282,7 +277,7 @@ class ExecutorPodsAllocator:
         if plan.new_failures:
             log.warning("%d new failed executors (%s).", len(plan.new_failures), _ids(plan.new_failures))
             self._failures.register_failure(len(plan.new_failures))
-            self._check_failures()  # before requesting replacements for executors that keep failing
+            self._failures.check()  # before requesting replacements for executors that keep failing
         if plan.lost_before_seen:
             log.warning(
                 "Executors %s registered with the driver and were removed from it before their pods were "
@@ -299,7 +294,8 @@ class ExecutorPodsAllocator:
             all_deleted = False
             pending_kept += len(excess.pending_ids)
         with self._lock:
-            may_request = not (self._stopped or self._application_failed)
+            may_request = not self._stopped
+        may_request = may_request and not self._failures.exhausted
         if plan.requests and may_request:
             if all_deleted:
                 pvcs_in_use = claim_names_in_use(batch)
@@ -319,7 +315,7 @@ class ExecutorPodsAllocator:
             _ids(executor_ids),
             int(self._limits.pod_creation_timeout * 1000),
         )
-        if self._conf.lifecycle.delete_on_termination:
+        if self._settings.delete_on_termination:
             selector = executor_selector(self._app_id, executor_ids=executor_ids)
             guarded(
                 "delete timed-out executor pods",
@@ -343,24 +339,6 @@ class ExecutorPodsAllocator:
                     self._newly_created.pop(executor_id, None)
         return deleted
 
-    def _check_failures(self) -> None:
-        failed = self._failures.num_failed
-        if failed <= self._max_failures:
-            return
-        with self._lock:
-            if self._application_failed:
-                return
-            self._application_failed = True
-        window = self._failures.validity_interval
-        within = f"within the last {window:g}s" if window else "since the application started"
-        reason = (
-            f"Max number of executor failures ({self._max_failures}) reached: {failed} executors failed "
-            f"{within}. Raise spark.executor.maxNumFailures (or set spark.executor.failuresValidityInterval) "
-            "if failures are expected; no more executor pods will be requested."
-        )
-        log.error(reason)
-        self._on_application_failed(reason)
-
     # -- creating pods -------------------------------------------------------------------------------
 
     def _request_executors(self, request: RequestExecutors, pvcs_in_use: frozenset[str]) -> None:
@@ -377,19 +355,22 @@ class ExecutorPodsAllocator:
         for _ in range(request.count):
             if self._creator.must_wait_for_pvc(reusable):
                 return
+            if self._failures.exhausted:
+                return
             with self._lock:
-                if self._stopped or self._application_failed:
+                if self._stopped:
                     return
                 self._executor_id_counter += 1
                 executor_id = self._executor_id_counter
                 profile = self._profiles[request.rp_id]
-            if not self._creator.create(executor_id, profile, reusable):
+            creation = self._creator.create(executor_id, profile, reusable)
+            if not creation.created:
                 # Pod-creation errors count against spark.executor.maxNumFailures (SPARK-55075): a quota
                 # or permission problem must end the application instead of retrying forever. The rest
                 # of the batch waits for the next round.
                 self._failures.register_failure()
-                if self._on_creation_failed is not None:
-                    self._on_creation_failed(executor_id, request.rp_id, self._creator.last_error)
+                if self._listeners.on_creation_failed is not None:
+                    self._listeners.on_creation_failed(executor_id, request.rp_id, creation.error)
                 return
             with self._lock:
                 stopped = self._stopped
@@ -399,8 +380,8 @@ class ExecutorPodsAllocator:
                 # stop() ran while this create was in flight: its delete may already be done.
                 self._take_back(executor_id)
                 return
-            if self._on_executor_requested is not None:
-                self._on_executor_requested(executor_id, request.rp_id)
+            if self._listeners.on_executor_requested is not None:
+                self._listeners.on_executor_requested(executor_id, request.rp_id)
             log.debug("Requested executor with id %d from Kubernetes.", executor_id)
 
     def _take_back(self, executor_id: int) -> None:

@@ -11,7 +11,10 @@ import threading
 from collections.abc import Callable, Collection
 from typing import Protocol
 
+import attrs
+
 from k8s_backend.allocation.pvcs import PvcReusePolicy, reusable_pvcs, reuse_claims
+from k8s_backend.allocation.settings import AllocatorIdentity
 from k8s_backend.conf.model import ResourceProfile
 from k8s_backend.kube.labels import app_selector
 from k8s_backend.kube.port import PODS, PVCS, ApiError, ConflictError, KubernetesApi, Obj
@@ -43,6 +46,21 @@ def guarded(what: str, call: Callable[[], object]) -> bool:
     return True
 
 
+@attrs.frozen
+class Creation:
+    """What became of one executor's create: the pod exists, or ``error`` says why not."""
+
+    created: bool
+    error: str = ""  # for the executor history and status; empty when the cause was only logged
+
+
+CREATED = Creation(True)
+
+
+def _failed(error: str = "") -> Creation:
+    return Creation(False, error)
+
+
 def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
@@ -58,25 +76,18 @@ class ExecutorPodCreator:
         *,
         namespace: str,
         pvc_policy: PvcReusePolicy,
-        app_id: str,
-        driver_url: str,
-        pod_name_prefix: str,
-        driver_pod: Obj | None = None,
-        config_map_name: str | None = None,
+        identity: AllocatorIdentity,
     ) -> None:
         self._api = api
         self._builder = builder
         self._clock = clock
         self._namespace = namespace
         self._pvc_policy = pvc_policy
-        self._app_id = app_id
-        self._driver_url = driver_url
-        self._pod_name_prefix = pod_name_prefix
-        self._driver_pod = driver_pod
-        self._config_map_name = config_map_name
+        self._identity = identity
+        self._app_id = identity.app_id
+        self._driver_pod = identity.driver_pod
         self._lock = threading.Lock()
         self._pvc_counter = 0
-        self.last_error = ""  # why the last create failed, for status and the executor history
 
     @property
     def pvc_counter(self) -> int:
@@ -107,42 +118,44 @@ class ExecutorPodCreator:
             return True
         return False
 
-    def create(self, executor_id: int, profile: ResourceProfile, reusable: list[Obj]) -> bool:
-        """Create the executor's pod and claims; False if the pod does not exist afterwards.
+    def create(self, executor_id: int, profile: ResourceProfile, reusable: list[Obj]) -> Creation:
+        """Create the executor's pod and claims; not ``created`` if the pod does not exist afterwards.
 
         Claims taken from ``reusable`` are removed from it.
         """
+        identity = self._identity
         try:
             spec = self._builder.build(
                 ExecutorPodRequest(
                     executor_id=executor_id,
-                    app_id=self._app_id,
-                    driver_url=self._driver_url,
-                    pod_name_prefix=self._pod_name_prefix,
+                    app_id=identity.app_id,
+                    driver_url=identity.driver_url,
+                    pod_name_prefix=identity.pod_name_prefix,
                     resource_profile=profile,
-                    driver_pod=self._driver_pod,
-                    config_map_name=self._config_map_name,
+                    driver_pod=identity.driver_pod,
+                    config_map_name=identity.config_map_name,
                 )
             )
         except Exception as error:  # a builder bug or bad template must not kill the allocation thread
             log.exception("Cannot build the pod of executor %d", executor_id)
-            self.last_error = f"cannot build the pod: {error}"
-            return False
+            return _failed(f"cannot build the pod: {error}")
         claims = reuse_claims(spec.pod, spec.pvcs, reusable)
         created = self._create_pod(executor_id, claims.pod)
-        return created is not None and self._create_claims(executor_id, created, claims.pvcs_to_create)
+        if isinstance(created, Creation):
+            return created
+        return self._create_claims(executor_id, created, claims.pvcs_to_create)
 
-    def _create_pod(self, executor_id: int, pod: Obj) -> Obj | None:
+    def _create_pod(self, executor_id: int, pod: Obj) -> Obj | Creation:
+        """The created (or adopted) pod, or the failed creation."""
         try:
             return self._api.create(PODS, self._namespace, pod)
         except ConflictError as conflict:
             return self._adopt_existing(executor_id, pod, conflict)
         except ApiError as error:
             log.warning("Cannot create the pod of executor %d: %s", executor_id, error)
-            self.last_error = str(error)
-            return None
+            return _failed(str(error))
 
-    def _adopt_existing(self, executor_id: int, pod: Obj, conflict: ConflictError) -> Obj | None:
+    def _adopt_existing(self, executor_id: int, pod: Obj, conflict: ConflictError) -> Obj | Creation:
         # Ids are never reused, so a pod of this app with this id exists only because an earlier
         # attempt of this very create reached the server before the adapter retried: it is ours.
         name = _name(pod)
@@ -150,7 +163,7 @@ class ExecutorPodCreator:
             existing = self._api.get(PODS, self._namespace, name)
         except ApiError as error:
             log.warning("Cannot create the pod of executor %d: %s (then: %s)", executor_id, conflict, error)
-            return None
+            return _failed()
         labels = (existing.get("metadata") or {}).get("labels") or {}
         ours = labels.get(SPARK_APP_ID_LABEL) == self._app_id
         if ours and labels.get(SPARK_EXECUTOR_ID_LABEL) == str(executor_id):
@@ -164,9 +177,9 @@ class ExecutorPodCreator:
             name,
             conflict,
         )
-        return None
+        return _failed()
 
-    def _create_claims(self, executor_id: int, pod: Obj, pvcs: tuple[Obj, ...]) -> bool:
+    def _create_claims(self, executor_id: int, pod: Obj, pvcs: tuple[Obj, ...]) -> Creation:
         # The driver owns claims it may reuse; otherwise a claim goes with its pod.
         owner = self._driver_pod if (self._pvc_policy.own_pvc and self._driver_pod is not None) else pod
         for claim in pvcs:
@@ -186,22 +199,23 @@ class ExecutorPodCreator:
             try:
                 self._api.create(PVCS, self._namespace, pvc)
             except ConflictError as conflict:
-                if not self._claim_is_ours(executor_id, name, conflict):
+                refused = self._claim_conflict(executor_id, name, conflict)
+                if refused is not None:
                     self._take_back(pod)
-                    return False
+                    return refused
             except ApiError as error:
                 log.warning(
                     "Cannot create PersistentVolumeClaim %s of executor %d: %s", name, executor_id, error
                 )
-                self.last_error = f"cannot create PersistentVolumeClaim {name}: {error}"
                 self._take_back(pod)
-                return False
+                return _failed(f"cannot create PersistentVolumeClaim {name}: {error}")
             with self._lock:
                 self._pvc_counter += 1
-        return True
+        return CREATED
 
-    def _claim_is_ours(self, executor_id: int, name: str, conflict: ConflictError) -> bool:
-        """Whether the existing claim ``name`` is one an earlier attempt made for this executor.
+    def _claim_conflict(self, executor_id: int, name: str, conflict: ConflictError) -> Creation | None:
+        """None when the existing claim ``name`` is one an earlier attempt made for this executor; else the
+        failed creation.
 
         The adapter may retry a create whose first attempt reached the server; such a claim carries
         this application's label and this executor's annotation. Anything else is another executor's
@@ -217,8 +231,7 @@ class ExecutorPodCreator:
                 conflict,
                 error,
             )
-            self.last_error = f"PersistentVolumeClaim {name} already exists and cannot be read: {error}"
-            return False
+            return _failed(f"PersistentVolumeClaim {name} already exists and cannot be read: {error}")
         metadata = existing.get("metadata") or {}
         app = (metadata.get("labels") or {}).get(SPARK_APP_ID_LABEL)
         made_for = (metadata.get("annotations") or {}).get(CLAIM_EXECUTOR_ANNOTATION)
@@ -228,12 +241,8 @@ class ExecutorPodCreator:
                 name,
                 executor_id,
             )
-            return True
+            return None
         owner = self._describe_claim_owner(app, made_for)
-        self.last_error = (
-            f"PersistentVolumeClaim {name} already exists and belongs to {owner}, not to executor "
-            f"{executor_id}"
-        )
         log.error(
             "Cannot create the PersistentVolumeClaim %s of executor %d: it already exists and belongs to %s. "
             "Likely cause: a fixed claimName in spark.kubernetes.executor.volumes.persistentVolumeClaim.*."
@@ -244,7 +253,10 @@ class ExecutorPodCreator:
             executor_id,
             owner,
         )
-        return False
+        return _failed(
+            f"PersistentVolumeClaim {name} already exists and belongs to {owner}, not to executor "
+            f"{executor_id}"
+        )
 
     def _describe_claim_owner(self, app: str | None, made_for: str | None) -> str:
         if app != self._app_id:

@@ -1,11 +1,16 @@
-"""Counting executor failures within a sliding window (Spark's ExecutorFailureTracker, SPARK-41210)."""
+"""Counting executor failures within a sliding window (Spark's ExecutorFailureTracker, SPARK-41210), and
+the budget ``spark.executor.maxNumFailures`` sets on them."""
 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 
+from k8s_backend.failures import FailureReporter
 from k8s_backend.scheduling import Clock
+
+log = logging.getLogger(__name__)
 
 
 class ExecutorFailureTracker:
@@ -51,3 +56,54 @@ class ExecutorFailureTracker:
         oldest_valid = now - self._validity_interval
         while self._failure_times and self._failure_times[0] < oldest_valid:
             self._failure_times.popleft()
+
+
+class FailureBudget:
+    """Fails the application, once, when more executors failed than ``spark.executor.maxNumFailures``.
+
+    Thread-safe: failures are registered on the allocation thread and the budget is read from anywhere.
+    """
+
+    def __init__(self, tracker: ExecutorFailureTracker, max_failures: int, failures: FailureReporter) -> None:
+        self._tracker = tracker
+        self._max_failures = max_failures
+        self._failures = failures
+        self._lock = threading.Lock()
+        self._exhausted = False
+
+    @property
+    def max_failures(self) -> int:
+        return self._max_failures
+
+    @property
+    def num_failed(self) -> int:
+        """Executor failures that currently count."""
+        return self._tracker.num_failed
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether the budget ran out and the application was failed (no more pods are requested)."""
+        with self._lock:
+            return self._exhausted
+
+    def register_failure(self, count: int = 1) -> None:
+        self._tracker.register_failure(count)
+
+    def check(self) -> None:
+        """Fail the application if the failures that count exceed the budget (the first time only)."""
+        failed = self._tracker.num_failed
+        if failed <= self._max_failures:
+            return
+        with self._lock:
+            if self._exhausted:
+                return
+            self._exhausted = True
+        window = self._tracker.validity_interval
+        within = f"within the last {window:g}s" if window else "since the application started"
+        reason = (
+            f"Max number of executor failures ({self._max_failures}) reached: {failed} executors failed "
+            f"{within}. Raise spark.executor.maxNumFailures (or set spark.executor.failuresValidityInterval) "
+            "if failures are expected; no more executor pods will be requested."
+        )
+        log.error(reason)
+        self._failures.report(reason)

@@ -10,12 +10,11 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
-from k8s_backend.scheduling import Scheduler
+from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.store import SnapshotsStore
 
 log = logging.getLogger(__name__)
@@ -23,31 +22,30 @@ log = logging.getLogger(__name__)
 DEFAULT_SERVER_TIMEOUT = 300  # seconds the server keeps one watch open (jittered)
 MAX_BACKOFF = 30.0
 SHORT_WATCH = 1.0  # seconds: a watch that ends sooner with no events counts as a failure
-IDLE_RECHECK = 0.1  # scheduler mode: how soon to look again after a stream ended with nothing left
 
 
 class ExecutorPodsWatchSnapshotSource:
-    """Feeds the store from list + watch on a thread of its own."""
+    """Feeds the store from list + watch on a thread of its own (:meth:`start`), or step by step
+    (:meth:`prepare`, then :meth:`run_once` as often as the caller likes)."""
 
     def __init__(
         self,
         api: KubernetesApi,
         store: SnapshotsStore,
+        clock: Clock,
         *,
         namespace: str,
         enabled: bool = True,
         server_timeout: int = DEFAULT_SERVER_TIMEOUT,
         rng: Callable[[], float] = random.random,
-        scheduler: Scheduler | None = None,
     ) -> None:
-        """``scheduler``: run the loop as tasks on it instead of a thread of its own (deterministic tests)."""
         self._api = api
         self._store = store
+        self._clock = clock
         self._namespace = namespace
         self._enabled = enabled
         self._server_timeout = server_timeout
         self._rng = rng
-        self._scheduler = scheduler
         self._selector = ""
         self._resource_version: str | None = None
         self._failures = 0
@@ -71,29 +69,24 @@ class ExecutorPodsWatchSnapshotSource:
         if self._thread is not None or self._selector:
             raise RuntimeError("the watch source was already started")
         self._selector = executor_selector(app_id, active_only=True)
-        if self._scheduler is not None:
-            self._scheduler.submit(self._tick)
-            return
         self._thread = threading.Thread(target=self._loop, name="k8s-executor-watch", daemon=True)
         self._thread.start()
 
-    def _tick(self) -> None:
-        if self._stop.is_set() or self._scheduler is None:
-            return
-        delay = self.run_once()
-        if not self._stop.is_set():
-            self._scheduler.schedule(max(delay, IDLE_RECHECK), self._tick)
-
     def prepare(self, app_id: str) -> None:
-        """Set the selector without starting a thread; tests then drive :meth:`run_once`."""
+        """Set the selector without starting a thread; the caller then drives :meth:`run_once`."""
         self._selector = executor_selector(app_id, active_only=True)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called (a caller driving :meth:`run_once` stops then too)."""
+        return self._stop.is_set()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            started, events, relists = time.monotonic(), self.events, self.relists
+            started, events, relists = self._clock.now(), self.events, self.relists
             delay = self.run_once()
             empty = self.events == events and self.relists == relists
-            if delay == 0 and empty and time.monotonic() - started < SHORT_WATCH:
+            if delay == 0 and empty and self._clock.now() - started < SHORT_WATCH:
                 # A server or proxy that closes every watch at once must not be hammered (client-go
                 # treats a very short empty watch as an error too).
                 self._failures += 1
@@ -204,8 +197,7 @@ class ExecutorPodsWatchSnapshotSource:
     def health(self) -> dict[str, object]:
         return {
             "enabled": self._enabled,
-            "alive": not self._stop.is_set()
-            and (self._scheduler is not None or bool(self._thread and self._thread.is_alive())),
+            "alive": not self._stop.is_set() and bool(self._thread and self._thread.is_alive()),
             "resource_version": self._resource_version,
             "relists": self.relists,
             "restarts": self.restarts,

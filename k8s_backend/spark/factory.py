@@ -35,7 +35,7 @@ BackendCreator = Callable[..., BackendHooks]
 
 
 def default_creator() -> BackendCreator:
-    from k8s_backend.backend import KubernetesClusterSchedulerBackend
+    from k8s_backend.wiring import KubernetesClusterSchedulerBackend
 
     create: BackendCreator = KubernetesClusterSchedulerBackend.create
     return create

@@ -8,7 +8,13 @@ from typing import Any
 
 import attrs
 
-from k8s_backend.allocation.allocator import ExecutorPodsAllocator, PodSpecBuilder
+from k8s_backend.allocation.allocator import (
+    AllocatorIdentity,
+    AllocatorListeners,
+    AllocatorSettings,
+    ExecutorPodsAllocator,
+    PodSpecBuilder,
+)
 from k8s_backend.conf.model import (
     AllocationConf,
     DriverConf,
@@ -17,6 +23,7 @@ from k8s_backend.conf.model import (
     ResourceProfile,
     ScalingConf,
 )
+from k8s_backend.failures import FailureSink
 from k8s_backend.kube.port import PODS, Obj
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.facts import DriverFacts
@@ -93,18 +100,22 @@ class Harness:
         if with_driver_pod:
             self.driver_pod = self.fake.create(PODS, NS, _driver_pod_body())
         self.builder = builder or ExecutorPodBuilder(self.conf, facts=DriverFacts(spark_user="spark"))
+        self.failure_sink = FailureSink()
+        self.failure_sink.add_listener(self.failures.append)
         self.allocator = ExecutorPodsAllocator(
-            self.conf,
+            AllocatorSettings.from_conf(self.conf),
+            AllocatorIdentity(
+                app_id=APP,
+                driver_url="spark://CoarseGrainedScheduler@driver-svc:7078",
+                pod_name_prefix=PREFIX,
+                driver_pod=self.driver_pod,
+            ),
             self.fake,
             self.builder,
             self.store,
             self.clock,
-            app_id=APP,
-            driver_url="spark://CoarseGrainedScheduler@driver-svc:7078",
-            pod_name_prefix=PREFIX,
-            driver_pod=self.driver_pod,
-            known_executor_ids=lambda: frozenset(self.known),
-            on_application_failed=self.failures.append,
+            listeners=AllocatorListeners(known_executor_ids=lambda: frozenset(self.known)),
+            failures=self.failure_sink,
         )
         if start:
             self.start()

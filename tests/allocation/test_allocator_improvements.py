@@ -168,11 +168,16 @@ def test_creation_failures_alone_can_fail_the_application(caplog: pytest.LogCapt
 
 
 def test_the_default_failure_callback_only_logs() -> None:
-    from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+    from k8s_backend.allocation.allocator import AllocatorIdentity, AllocatorSettings, ExecutorPodsAllocator
 
     h = Harness(suite_conf(lifecycle=LifecycleConf(max_executor_failures=0)), start=False)
     allocator = ExecutorPodsAllocator(
-        h.conf, h.fake, h.builder, h.store, h.clock, app_id="a", driver_url="spark://d:1", pod_name_prefix="p"
+        AllocatorSettings.from_conf(h.conf),
+        AllocatorIdentity(app_id="a", driver_url="spark://d:1", pod_name_prefix="p"),
+        h.fake,
+        h.builder,
+        h.store,
+        h.clock,
     )
     allocator.start()
     h.fake.fail_next("create", PODS, status=500)

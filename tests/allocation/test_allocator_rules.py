@@ -8,7 +8,7 @@ import attrs
 import pytest
 from alloc_harness import IDLE_TIMEOUT, NS, RP, Harness, pod_name, selector, suite_conf
 
-from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.allocator import AllocatorIdentity, AllocatorSettings, ExecutorPodsAllocator
 from k8s_backend.allocation.creator import CLAIM_EXECUTOR_ANNOTATION
 from k8s_backend.conf.model import KubernetesConf, LifecycleConf, ResourceProfile, VolumeSpec
 from k8s_backend.kube.port import PODS, PVCS
@@ -287,7 +287,12 @@ def test_is_deleted_is_false_for_executors_it_never_deleted() -> None:
 def test_the_constructor_keeps_its_documented_defaults() -> None:
     h = Harness(start=False)
     allocator = ExecutorPodsAllocator(
-        h.conf, h.fake, h.builder, h.store, h.clock, app_id="a", driver_url="spark://d:1", pod_name_prefix="p"
+        AllocatorSettings.from_conf(h.conf),
+        AllocatorIdentity(app_id="a", driver_url="spark://d:1", pod_name_prefix="p"),
+        h.fake,
+        h.builder,
+        h.store,
+        h.clock,
     )
     assert allocator.outstanding_pods == 0
     assert allocator.executor_id_counter == 0

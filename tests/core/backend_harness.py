@@ -9,9 +9,11 @@ import attrs
 
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.driver import ExecutorLoss
-from k8s_backend.kube.port import PODS
+from k8s_backend.kube.port import PODS, KubernetesApi
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
+from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 from k8s_backend.testing.fake import FakeKubernetes
+from k8s_backend.wiring import assemble
 
 APP_ID = "spark-app-id"
 DRIVER_URL = "spark://CoarseGrainedScheduler@driver:7078"
@@ -30,7 +32,6 @@ class RecordingDriver:
 
     def __init__(self) -> None:
         self.removed: list[tuple[str, ExecutorLoss]] = []
-        self.disabled: list[str] = []
         self.registered: dict[str, float] = {}
         self.failures: list[str] = []
 
@@ -38,14 +39,61 @@ class RecordingDriver:
         self.removed.append((executor_id, loss))
         self.registered.pop(executor_id, None)
 
-    def disable_executor(self, executor_id: str) -> None:
-        self.disabled.append(executor_id)
-
     def registered_executors(self) -> Mapping[str, float]:
         return dict(self.registered)
 
     def application_failed(self, reason: str) -> None:
         self.failures.append(reason)
+
+
+class ScheduledWatch:
+    """Runs a watch source's steps as scheduler tasks instead of on its thread, so backend tests stay
+    deterministic: ``prepare()``, then ``run_once()`` every ``RECHECK`` seconds until the source stops."""
+
+    RECHECK = 0.1  # how soon to look again after a stream ended with nothing left
+
+    def __init__(self, source: ExecutorPodsWatchSnapshotSource, scheduler: DeterministicScheduler) -> None:
+        self._source = source
+        self._scheduler = scheduler
+        self._started = False
+
+    def start(self, app_id: str) -> None:
+        if not self._source.enabled:
+            return
+        self._source.prepare(app_id)
+        self._started = True
+        self._scheduler.submit(self._tick)
+
+    def _tick(self) -> None:
+        if self._source.stopped:
+            return
+        delay = self._source.run_once()
+        if not self._source.stopped:
+            self._scheduler.schedule(max(delay, self.RECHECK), self._tick)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._source.stop(timeout)
+
+    def health(self) -> dict[str, object]:
+        return {**self._source.health(), "alive": self._started and not self._source.stopped}
+
+
+def create_backend(
+    conf: Mapping[str, str],
+    *,
+    api: KubernetesApi,
+    driver: RecordingDriver | None,
+    clock: ManualClock,
+    scheduler: DeterministicScheduler,
+) -> KubernetesClusterSchedulerBackend:
+    """What create() builds, with the watch driven by the scheduler (see ScheduledWatch)."""
+    assembly = assemble(
+        conf, app_id=APP_ID, driver_url=DRIVER_URL, api=api, driver=driver, clock=clock, scheduler=scheduler
+    )
+    source = assembly.parts.watch_source
+    assert isinstance(source, ExecutorPodsWatchSnapshotSource)
+    parts = attrs.evolve(assembly.parts, watch_source=ScheduledWatch(source, scheduler))
+    return KubernetesClusterSchedulerBackend.from_assembly(attrs.evolve(assembly, parts=parts))
 
 
 @attrs.define
@@ -93,14 +141,11 @@ def make_harness(conf: Mapping[str, str] | None = None, *, driver: bool = True) 
     scheduler = DeterministicScheduler(clock)
     fake = FakeKubernetes(clock=clock, watch_blocking=False)
     recording = RecordingDriver()
-    backend = KubernetesClusterSchedulerBackend.create(
+    backend = create_backend(
         {**BASE_CONF, **(conf or {})},
-        app_id=APP_ID,
-        driver_url=DRIVER_URL,
         api=fake,
         driver=recording if driver else None,
         clock=clock,
         scheduler=scheduler,
-        watch_on_scheduler=True,
     )
     return Harness(fake, scheduler, recording, backend)

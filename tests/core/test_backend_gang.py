@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from backend_harness import APP_ID, BASE_CONF, DRIVER_URL, Harness, RecordingDriver, make_harness
+from backend_harness import (
+    APP_ID,
+    BASE_CONF,
+    DRIVER_URL,
+    Harness,
+    RecordingDriver,
+    create_backend,
+    make_harness,
+)
 
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.backend_state import BackendState
@@ -34,15 +42,12 @@ def harness_with_driver_pod(conf: dict[str, str]) -> Harness:
     fake.create(PODS, "default", driver_pod)
     scheduler = DeterministicScheduler(clock)
     driver = RecordingDriver()
-    backend = KubernetesClusterSchedulerBackend.create(
+    backend = create_backend(
         {**BASE_CONF, "spark.kubernetes.driver.pod.name": "the-driver", **conf},
-        app_id=APP_ID,
-        driver_url=DRIVER_URL,
         api=fake,
         driver=driver,
         clock=clock,
         scheduler=scheduler,
-        watch_on_scheduler=True,
     )
     return Harness(fake, scheduler, driver, backend)
 

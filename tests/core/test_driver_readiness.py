@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from k8s_backend.conf.model import LifecycleConf
 from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.kube.port import PODS
-from k8s_backend.scheduling import DeterministicScheduler
+from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.testing.fake import FakeKubernetes
 
 
@@ -21,13 +22,14 @@ def _driver(fake: FakeKubernetes, ready: bool) -> None:
 
 
 def _ops(fake: FakeKubernetes) -> ExecutorOperations:
+    clock = ManualClock()
     return ExecutorOperations(
         fake,
-        DeterministicScheduler(),
+        DeterministicScheduler(clock),
+        clock,
         namespace="default",
         app_id="app",
-        delete_grace_period=5.0,
-        decommission_label=None,
+        lifecycle=LifecycleConf(delete_grace_period=5.0, decommission_label=None),
     )
 
 

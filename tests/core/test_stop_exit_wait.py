@@ -6,9 +6,10 @@ from typing import Any
 
 from backend_harness import make_harness
 
+from k8s_backend.conf.model import LifecycleConf
 from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.kube.port import PODS
-from k8s_backend.scheduling import DeterministicScheduler
+from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.testing.fake import FakeKubernetes
 
 SELECTOR_LABELS = {"spark-app-selector": "app", "spark-role": "executor", "spark-exec-id": "1"}
@@ -24,13 +25,14 @@ def _running_executor(fake: FakeKubernetes) -> None:
 
 
 def _ops(fake: FakeKubernetes) -> ExecutorOperations:
+    clock = ManualClock()
     return ExecutorOperations(
         fake,
-        DeterministicScheduler(),
+        DeterministicScheduler(clock),
+        clock,
         namespace="default",
         app_id="app",
-        delete_grace_period=5.0,
-        decommission_label=None,
+        lifecycle=LifecycleConf(delete_grace_period=5.0, decommission_label=None),
     )
 
 
@@ -62,7 +64,7 @@ def test_stop_lets_executors_exit_before_deleting_their_pods_when_a_driver_is_at
     h.backend.start()
     h.run()
     h.backend.stop()
-    done = h.backend._stop_sequence.completed
+    done = h.backend.parts.stop_sequence.completed
     assert done.index("let the executors exit") < done.index("delete the executor pods")
 
 
@@ -71,4 +73,4 @@ def test_without_a_driver_pods_are_deleted_at_once() -> None:
     h.backend.start()
     h.run()
     h.backend.stop()
-    assert "let the executors exit" not in h.backend._stop_sequence.completed
+    assert "let the executors exit" not in h.backend.parts.stop_sequence.completed

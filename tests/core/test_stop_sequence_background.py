@@ -108,7 +108,7 @@ def test_a_stop_whose_pod_deletion_keeps_failing_is_finished_in_the_background(
     spawned: Spawned = []
     sleeps: list[float] = []
     monkeypatch.setattr(
-        "k8s_backend.wiring.StopSequence",
+        "k8s_backend.stop_order.StopSequence",
         functools.partial(StopSequence, sleep=sleeps.append, spawn=lambda n, t: spawned.append((n, t))),
     )
     h = make_harness()

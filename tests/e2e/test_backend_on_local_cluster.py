@@ -12,6 +12,7 @@ from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.backend_state import BackendState
 from k8s_backend.kube.port import PODS
 from k8s_backend.local.kubelet.nodes import Node
+from k8s_backend.scheduling import ThreadScheduler
 from k8s_backend.testing import LocalCluster
 
 pytestmark = pytest.mark.e2e
@@ -58,26 +59,37 @@ def gone_after_stop(cluster: LocalCluster) -> bool:
     return cluster.wait_until(lambda: executors(cluster) == {}, 60)
 
 
-def backend(cluster: LocalCluster, props: Mapping[str, str], driver_url: str = DRIVER_URL) -> Any:
+def backend(
+    cluster: LocalCluster,
+    props: Mapping[str, str],
+    driver_url: str = DRIVER_URL,
+    scheduler: ThreadScheduler | None = None,
+) -> Any:
     return KubernetesClusterSchedulerBackend.create(
-        props, app_id=APP, driver_url=driver_url, api=cluster.api()
+        props, app_id=APP, driver_url=driver_url, api=cluster.api(), scheduler=scheduler
     )
 
 
-def crash(dead: Any) -> None:
+def crashable(cluster: LocalCluster) -> tuple[Any, ThreadScheduler]:
+    """A backend on threads of the test's own, so that crash() can stop them."""
+    threads = ThreadScheduler("k8s-backend", threads=3)
+    return backend(cluster, conf(), scheduler=threads), threads
+
+
+def crash(dead: Any, threads: ThreadScheduler) -> None:
     """Stop a backend's threads without any cleanup, as a killed driver would."""
     dead.watch_source.stop()
     dead.polling_source.stop()
     dead.store.stop()
     dead.allocator.halt()
-    dead._scheduler.shutdown(5.0)
+    threads.shutdown(5.0)
 
 
 def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(cluster: LocalCluster) -> None:
-    first = backend(cluster, conf())
+    first, threads = crashable(cluster)
     first.start()
     assert cluster.wait_until(lambda: running(cluster, 2), 60)
-    crash(first)
+    crash(first, threads)
     before = set(executors(cluster))
 
     second = backend(cluster, conf())
@@ -94,10 +106,10 @@ def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(cluster
 
 
 def test_a_new_driver_deletes_executors_that_talk_to_the_old_one(cluster: LocalCluster) -> None:
-    first = backend(cluster, conf())
+    first, threads = crashable(cluster)
     first.start()
     assert cluster.wait_until(lambda: running(cluster, 2), 60)
-    crash(first)
+    crash(first, threads)
     old = set(executors(cluster))
 
     second = backend(cluster, conf(), driver_url="spark://CoarseGrainedScheduler@127.0.0.2:7078")

@@ -67,7 +67,7 @@ def test_a_watch_closed_at_once_with_no_events_is_reopened_with_backoff_not_in_a
     clock = ManualClock(0.0)
     store = ExecutorPodsSnapshotsStore(DeterministicScheduler(clock), clock)
     api = _ClosingApi()
-    source = ExecutorPodsWatchSnapshotSource(api, store, namespace="ns", rng=lambda: 0.0)  # type: ignore[arg-type]
+    source = ExecutorPodsWatchSnapshotSource(api, store, clock, namespace="ns", rng=lambda: 0.0)  # type: ignore[arg-type]
     source.start("app")
     try:
         spun = api.many.wait(2.0)  # without backoff this takes milliseconds

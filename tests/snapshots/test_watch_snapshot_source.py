@@ -35,7 +35,13 @@ class World:
         self.store = ExecutorPodsSnapshotsStore(self.scheduler, self.clock)
         self.batches: list[SnapshotBatch] = []
         self.source = ExecutorPodsWatchSnapshotSource(
-            self.fake, self.store, namespace=NS, enabled=enabled, server_timeout=300, rng=lambda: 0.0
+            self.fake,
+            self.store,
+            self.clock,
+            namespace=NS,
+            enabled=enabled,
+            server_timeout=300,
+            rng=lambda: 0.0,
         )
 
         # A pod of another application, so the server's resourceVersion is past "0" (which means "any").
@@ -270,22 +276,15 @@ def test_start_twice_is_refused(world: World) -> None:
         world.source.start(APP_ID)  # prepare() already claimed the selector
 
 
-def test_on_a_scheduler_the_loop_runs_as_tasks_until_stopped() -> None:
-    world = World()
-    source = ExecutorPodsWatchSnapshotSource(
-        world.fake, world.store, namespace=NS, rng=lambda: 0.0, scheduler=world.scheduler
-    )
-    source.start(APP_ID)
-    world.scheduler.run_until_idle()
+def test_a_source_driven_step_by_step_says_when_it_was_stopped(world: World) -> None:
+    world.source.run_once()
     world.create(1)
-    world.scheduler.advance(1.0)
+    world.source.run_once()
     assert world.phases() == {1: PodPhase.PENDING}
-    assert source.health()["alive"]
-    source.stop()
-    world.create(2)
-    world.scheduler.advance(5.0)
-    assert 2 not in world.phases()
-    assert not source.health()["alive"]
+    assert not world.source.stopped
+    world.source.stop()
+    assert world.source.stopped
+    assert not world.source.health()["alive"]
 
 
 def test_stop_ends_a_blocking_watch_thread_promptly() -> None:

@@ -1,0 +1,81 @@
+"""What an application is, decided and checked before anything is created on the cluster or any
+thread starts: its executor identity, the config map and PodGroup it needs, and how its pods are read."""
+
+from __future__ import annotations
+
+import secrets
+
+import attrs
+
+from k8s_backend.allocation.allocator import fetch_driver_pod
+from k8s_backend.allocation.settings import AllocatorIdentity
+from k8s_backend.backend import StartPlan
+from k8s_backend.conf.model import KubernetesConf
+from k8s_backend.errors import ConfigError
+from k8s_backend.gang.setup import GangSetup
+from k8s_backend.kube.port import KubernetesApi
+from k8s_backend.pods.builder import ExecutorPodBuilder
+from k8s_backend.pods.config_map import build_executor_config_map, executor_config_map_name
+from k8s_backend.pods.names import resource_name_prefix
+from k8s_backend.snapshots.states import PodStateRules
+
+
+@attrs.frozen
+class Application:
+    """What this application is, decided (and checked) before anything is created on the cluster."""
+
+    conf: KubernetesConf
+    app_id: str
+    driver_url: str
+    gang: GangSetup
+    builder: ExecutorPodBuilder
+    identity: AllocatorIdentity
+    rules: PodStateRules
+    plan: StartPlan  # without recovery and the driver wait, which need the parts
+
+
+def check_identity(app_id: str, driver_url: str) -> None:
+    """Refuse an empty application id or driver address."""
+    if not app_id:
+        raise ConfigError("app_id must be a non-empty application id (spark.app.id)", key="spark.app.id")
+    if not driver_url:
+        raise ConfigError("driver_url must be the driver's spark:// RPC address", key="spark.driver.host")
+
+
+def plan_application(
+    conf: KubernetesConf,
+    app_id: str,
+    driver_url: str,
+    api: KubernetesApi,
+    gang: GangSetup,
+    builder: ExecutorPodBuilder,
+) -> Application:
+    """The executor identity, the config map and the PodGroup (the driver pod must exist)."""
+    driver_pod = fetch_driver_pod(api, conf.namespace, conf.driver.pod_name)
+    config_map = None
+    if not conf.executor.disable_config_map:
+        config_map = build_executor_config_map(
+            conf,
+            app_id=app_id,
+            name=executor_config_map_name(secrets.token_hex(5)),
+            driver_pod=driver_pod,
+            conf_dir=builder.facts.conf_dir,
+        )
+    identity = AllocatorIdentity(
+        app_id=app_id,
+        driver_url=driver_url,
+        pod_name_prefix=conf.executor.pod_name_prefix or resource_name_prefix(conf.app_name),
+        driver_pod=driver_pod,
+        config_map_name=None if config_map is None else config_map["metadata"]["name"],
+    )
+    pod_group = gang.pod_group(builder, app_id=app_id, driver_url=driver_url, driver_pod=driver_pod)
+    return Application(
+        conf=conf,
+        app_id=app_id,
+        driver_url=driver_url,
+        gang=gang,
+        builder=builder,
+        identity=identity,
+        rules=PodStateRules(conf.executor.container_name, conf.snapshots.check_all_containers),
+        plan=StartPlan(pod_group=pod_group, config_map=config_map),
+    )

@@ -1,0 +1,143 @@
+"""What the backend does at stop, in Spark's order: the steps of its :class:`StopSequence`.
+
+Threads stop before anything is deleted, so that no allocation round creates pods after the deletes.
+Deletes that still fail are retried in the background (a short API outage at stop must not leak pods).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import attrs
+
+from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.conf.model import KubernetesConf
+from k8s_backend.executor_ops import ExecutorOperations
+from k8s_backend.kube.labels import app_selector, executor_selector
+from k8s_backend.kube.port import (
+    CONFIG_MAPS,
+    POD_GROUPS,
+    PODS,
+    PVCS,
+    SERVICES,
+    ApiError,
+    KubernetesApi,
+    is_retryable,
+)
+from k8s_backend.scheduling import Scheduler
+from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
+from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
+from k8s_backend.stop_sequence import Step, StopSequence
+
+DELETE_STEPS = (
+    "delete the driver services",
+    "delete the application's PVCs",
+    "delete the executor pods",
+    "delete the executor config maps",
+    "delete the PodGroup",
+)
+
+
+class _Stoppable(Protocol):
+    def stop(self, timeout: float = 5.0) -> None: ...
+
+
+@attrs.frozen
+class Sources:
+    """The store and the two sources that feed it, stopped first."""
+
+    store: ExecutorPodsSnapshotsStore
+    watch_source: _Stoppable
+    polling_source: ExecutorPodsPollingSnapshotSource
+
+
+def build_stop_sequence(
+    conf: KubernetesConf,
+    *,
+    app_id: str,
+    api: KubernetesApi,
+    sources: Sources,
+    allocator: ExecutorPodsAllocator,
+    operations: ExecutorOperations | None,
+    scheduler: Scheduler | None,
+    owns_api: bool,
+    has_config_map: bool,
+    has_pod_group: bool,
+) -> StopSequence:
+    """``operations``: given when executors may exit by themselves first (a driver told them to stop);
+    ``scheduler``: given when the backend owns it (its threads are stopped); ``owns_api``: the client is
+    closed once the last background retry ends."""
+    steps = _stop_steps(
+        conf,
+        app_id,
+        api,
+        sources,
+        allocator,
+        operations,
+        scheduler,
+        has_config_map=has_config_map,
+        has_pod_group=has_pod_group,
+    )
+    stop_sequence: StopSequence
+    if owns_api:
+        # Deletes still being retried in the background need the client: the last one closes it.
+        steps.append(("close the API client", lambda: None if stop_sequence.retrying else api.close()))
+    stop_sequence = StopSequence(
+        steps,
+        background=DELETE_STEPS,
+        retryable=lambda error: not isinstance(error, ApiError) or is_retryable(error),
+        on_retries_done=api.close if owns_api else None,
+    )
+    return stop_sequence
+
+
+def _stop_steps(
+    conf: KubernetesConf,
+    app_id: str,
+    api: KubernetesApi,
+    sources: Sources,
+    allocator: ExecutorPodsAllocator,
+    operations: ExecutorOperations | None,
+    scheduler: Scheduler | None,
+    *,
+    has_config_map: bool,
+    has_pod_group: bool,
+) -> list[Step]:
+    namespace = conf.namespace
+    app = app_selector(app_id)
+    executors = executor_selector(app_id)
+
+    def delete(resource: Any, selector: str) -> Callable[[], None]:
+        return lambda: api.delete_collection(resource, namespace, label_selector=selector)
+
+    watch_source = sources.watch_source
+    steps: list[Step] = [
+        ("stop the snapshot store", sources.store.stop),
+        ("stop the executor watch", lambda: watch_source.stop()),
+        ("stop the executor polling", sources.polling_source.stop),
+        ("stop the allocator", allocator.halt),
+    ]
+    if scheduler is not None:
+        grace = conf.snapshots.subscribers_shutdown_grace_period
+        threads = scheduler
+        steps.append(("stop the backend threads", lambda: threads.shutdown(grace)))
+    if conf.driver.delete_service_on_termination:
+        steps.append(("delete the driver services", delete(SERVICES, app)))
+    if conf.driver.own_pvc:
+        steps.append(("delete the application's PVCs", delete(PVCS, app)))
+    if conf.lifecycle.delete_on_termination:
+        exit_wait = conf.lifecycle.stop_exit_wait
+        if operations is not None and exit_wait > 0:
+            ops = operations
+
+            def let_executors_exit() -> None:
+                ops.wait_for_executors_to_exit(exit_wait)
+
+            steps.append(("let the executors exit", let_executors_exit))
+        steps.append(("delete the executor pods", delete(PODS, executors)))
+        if has_config_map:
+            steps.append(("delete the executor config maps", delete(CONFIG_MAPS, executors)))
+    if has_pod_group:
+        steps.append(("delete the PodGroup", delete(POD_GROUPS, app)))
+    return steps
