@@ -15,9 +15,10 @@ Every parser raises :class:`ConfigError` naming the key, the bad value and what 
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from k8s_backend.errors import ConfigError
+from k8s_backend.kube import quantity as kube_quantity
 
 _LONG_MAX = 2**63 - 1
 
@@ -143,55 +144,28 @@ def parse_list(raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
 
-# --- Kubernetes quantities ---------------------------------------------------------------------------
-
-_BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL_SUFFIXES = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
-_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([a-zA-Z]*|[eE][+-]?[0-9]+)")
+# --- Kubernetes quantities: parsed by k8s_backend.kube.quantity, as the API server parses them ----------
 
 
 def quantity_value(text: str) -> Decimal | None:
     """The value of a Kubernetes quantity (``500m``, ``1.5``, ``2Gi``, ``1e3``), or None if malformed."""
-    match = _QUANTITY.fullmatch(text)
-    if match is None:
-        return None
-    number, suffix = match.groups()
     try:
-        value = Decimal(number)
-    except InvalidOperation:  # pragma: no cover - the regex only lets decimal numbers through
+        return kube_quantity.parse_quantity(text)
+    except ValueError:
         return None
-    if suffix in _BINARY_SUFFIXES:
-        return value * _BINARY_SUFFIXES[suffix]
-    if suffix in _DECIMAL_SUFFIXES:
-        return value * _DECIMAL_SUFFIXES[suffix]
-    if suffix[:1] in ("e", "E") and len(suffix) > 1:
-        return value.scaleb(int(suffix[1:]))
-    return None
 
 
 def mib_quantity(mib: int) -> str:
     """A memory quantity in MiB as Kubernetes writes it: ``mib_quantity(896) == "896Mi"``."""
-    if mib < 0:
-        raise ValueError(f"a memory quantity cannot be negative: {mib} MiB")
-    return f"{mib}Mi"
+    return kube_quantity.mib_quantity(mib)
 
 
 def parse_cpu_quantity(raw: str, *, key: str) -> str:
     """A Kubernetes CPU quantity (``1``, ``0.5``, ``500m``), normalised: whole cores or millicores.
 
     ``"0.5"`` becomes ``"500m"``, ``"2000m"`` becomes ``"2"``. It must be positive and a whole number of
-    millicores (Kubernetes does not allow finer CPU precision than 1m).
+    millicores (Kubernetes does not allow finer CPU precision than 1m). Blanks around it are ignored, as
+    for every Spark property; blanks inside are refused, as by the API server.
     """
     value = quantity_value(raw.strip())
     fix = "use a positive number of cores such as 1, 0.5 or 500m"
@@ -208,16 +182,12 @@ def parse_cpu_quantity(raw: str, *, key: str) -> str:
             key=key,
             value=raw,
         )
-    whole = int(millis)
-    return str(whole // 1000) if whole % 1000 == 0 else f"{whole}m"
+    return kube_quantity.format_cpu(int(millis))
 
 
 def cpu_millis(quantity: str) -> int:
     """Millicores of a CPU quantity already checked by :func:`parse_cpu_quantity`."""
-    value = quantity_value(quantity.strip())
-    if value is None:
-        raise ValueError(f"not a CPU quantity: {quantity!r}")
-    return int(value * 1000)
+    return kube_quantity.cpu_millis(quantity.strip(), field="cpu")
 
 
 # Spark-style size units that Kubernetes would misread (``m`` is milli) or refuse (``g``), mapped to

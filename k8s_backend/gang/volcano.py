@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
 import attrs
 import yaml
 
 from k8s_backend.errors import ConfigError
+from k8s_backend.kube import quantity
 from k8s_backend.kube.port import POD_GROUPS, Obj
 from k8s_backend.pods.step import SparkPod, StepContext
 
@@ -32,20 +31,12 @@ class VolcanoSettings:
     template_file: str | None = None
 
 
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([A-Za-z]*)$")
-
-
 def multiply_quantities(quantities: Mapping[str, str], times: int) -> dict[str, str]:
-    """``{"memory": "896Mi", "cpu": "500m"}`` x 3 -> ``{"memory": "2688Mi", "cpu": "1500m"}``."""
-    out: dict[str, str] = {}
-    for name, quantity in quantities.items():
-        match = _QUANTITY.match(str(quantity))
-        if match is None:
-            raise ValueError(f"{name}: {quantity!r} is not a Kubernetes quantity this can multiply")
-        number = Decimal(match.group(1)) * times
-        text = format(number.normalize(), "f") if number != number.to_integral() else str(int(number))
-        out[name] = f"{text}{match.group(2)}"
-    return out
+    """``{"memory": "896Mi", "cpu": "500m"}`` x 3 -> ``{"memory": "2688Mi", "cpu": "1500m"}``.
+
+    ValueError naming the resource when a quantity is not one the API server accepts, or is negative.
+    """
+    return {name: quantity.multiply(str(value), times, field=name) for name, value in quantities.items()}
 
 
 def load_template(path: str) -> Obj:

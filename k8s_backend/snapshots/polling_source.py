@@ -6,8 +6,8 @@ import logging
 
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, KubernetesApi
+from k8s_backend.kube.resource_version import newer, parse_resource_version
 from k8s_backend.scheduling import Cancellable, Scheduler
-from k8s_backend.snapshots.states import parse_resource_version
 from k8s_backend.snapshots.store import SnapshotsStore
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class ExecutorPodsPollingSnapshotSource:
             log.warning("Polling executor pods failed (%s); the next poll will retry", error)
             return
         version = parse_resource_version(listed.resource_version)
-        stale = version is not None and self._last_version is not None and version < self._last_version
+        stale = newer(self._last_version, version)
         if self._cached_reads and stale:
             # A cached read from a lagging API server replica must not move the view backwards.
             log.debug("Ignoring a cached pod list at %s older than %s", version, self._last_version)

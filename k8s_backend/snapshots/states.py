@@ -15,6 +15,7 @@ from k8s_backend.kube.labels import (
     SPARK_RESOURCE_PROFILE_ID_LABEL,
 )
 from k8s_backend.kube.port import Obj
+from k8s_backend.kube.resource_version import parse_resource_version
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +90,6 @@ class ExecutorPodState:
     @property
     def is_being_deleted(self) -> bool:
         return bool(self.metadata.get("deletionTimestamp"))
-
-
-def parse_resource_version(value: object) -> int | None:
-    """resourceVersions are opaque strings to clients; every server we know uses integers."""
-    try:
-        return int(str(value))
-    except (TypeError, ValueError):
-        return None
 
 
 def parse_timestamp(value: object) -> float | None:

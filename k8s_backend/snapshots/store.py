@@ -14,14 +14,10 @@ from types import MappingProxyType
 from typing import Protocol
 
 from k8s_backend.kube.port import Obj
+from k8s_backend.kube.resource_version import newer, parse_resource_version
 from k8s_backend.scheduling import Cancellable, Clock, Scheduler
 from k8s_backend.snapshots.snapshot import ExecutorPodsSnapshot, SnapshotBatch
-from k8s_backend.snapshots.states import (
-    ExecutorPodState,
-    PodPhase,
-    PodStateRules,
-    parse_resource_version,
-)
+from k8s_backend.snapshots.states import ExecutorPodState, PodPhase, PodStateRules
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +222,5 @@ class ExecutorPodsSnapshotsStore:
 
 def _older(candidate: ExecutorPodState, current: ExecutorPodState) -> bool:
     """Whether ``candidate`` was observed at an older resourceVersion than ``current``."""
-    new_rv, old_rv = candidate.resource_version, current.resource_version
-    return new_rv is not None and old_rv is not None and new_rv < old_rv
+    return newer(current.resource_version, candidate.resource_version)
 

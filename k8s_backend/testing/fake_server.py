@@ -13,6 +13,7 @@ import threading
 import uuid
 from datetime import datetime, timezone
 
+from k8s_backend.kube import resource_version as versions
 from k8s_backend.kube.port import NAMESPACES, PODS, Obj, ObjectList, Resource
 from k8s_backend.scheduling import Clock
 from k8s_backend.testing.fake_errors import (
@@ -52,9 +53,10 @@ def parse_resource_version(value: str | None) -> int | None:
     """None for "any"/"latest" (None, "" or "0"), else the integer; 400 when it is not a number."""
     if value is None or value in ("", "0"):
         return None
-    if not value.isdigit():
+    version = versions.parse_resource_version(value)
+    if version is None:
         raise bad_request(f"invalid resourceVersion {value!r}: a resourceVersion is a decimal integer string")
-    return int(value)
+    return version
 
 
 class FakeServer:

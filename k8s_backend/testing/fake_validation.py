@@ -12,8 +12,8 @@ from typing import Any
 
 from k8s_backend.kube.labels import label_key_errors, label_value_errors
 from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, SERVICES, Obj, Resource
+from k8s_backend.kube.quantity import QUANTITY_PATTERN, parse_quantity
 from k8s_backend.testing.fake_errors import DUPLICATE, FORBIDDEN, INVALID, REQUIRED, FieldError
-from k8s_backend.testing.fake_quantity import QUANTITY_PATTERN, parse_quantity
 
 _SUBDOMAIN_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _LABEL_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -174,17 +174,13 @@ def _validate_container(container: Any, path: str, seen: set[str]) -> list[Field
         for resource_name, quantity in values.items():
             field = f"{path}.resources.{section}[{resource_name}]"
             errors += _validate_resource_name(str(resource_name), field)
-            amount = parse_quantity(quantity)
-            if amount is None:
-                errors.append(
-                    FieldError(
-                        field,
-                        INVALID,
-                        str(quantity),
-                        f"quantities must match the regular expression '{QUANTITY_PATTERN}'",
-                    )
-                )
-            elif amount < 0:
+            try:
+                amount = parse_quantity(quantity)
+            except ValueError:
+                pattern = f"quantities must match the regular expression '{QUANTITY_PATTERN}'"
+                errors.append(FieldError(field, INVALID, str(quantity), pattern))
+                continue
+            if amount < 0:
                 errors.append(FieldError(field, INVALID, str(quantity), "must be greater than or equal to 0"))
             else:
                 parsed[section][resource_name] = amount

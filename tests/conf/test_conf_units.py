@@ -205,6 +205,8 @@ def test_cpu_quantities_are_normalised(raw: str, expected: str) -> None:
         ("-1", "must be positive"),
         ("0.0005", "whole millicores"),
         ("100u", "whole millicores"),
+        ("1K", "is not a Kubernetes CPU quantity"),
+        ("1 m", "is not a Kubernetes CPU quantity"),
     ],
 )
 def test_bad_cpu_quantities(raw: str, fragment: str) -> None:
@@ -231,13 +233,16 @@ def test_cpu_millis() -> None:
         ("1E", 1e18),
         ("100m", 0.1),
         ("7", 7),
+        ("-1", -1),
+        ("1Ei", 2**60),
+        ("1e999999999", float(2**63 - 1)),  # used to raise decimal.InvalidOperation; capped as the API server does
     ],
 )
 def test_quantity_values(text: str, value: float) -> None:
     assert float(units.quantity_value(text) or -1) == value
 
 
-@pytest.mark.parametrize("text", ["", "Gi", "1 Gi", "1gi", "1e", "1.2.3"])
+@pytest.mark.parametrize("text", ["", "Gi", "1 Gi", "1gi", "1e", "1.2.3", " 1", "1K", "1Qi", "1e3k", "NaN"])
 def test_malformed_quantities(text: str) -> None:
     assert units.quantity_value(text) is None
 

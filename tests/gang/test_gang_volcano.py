@@ -34,6 +34,7 @@ DRIVER_POD: Obj = {"metadata": {"name": "driver", "uid": "driver-uid"}}
         ({"cpu": "1.5"}, 2, {"cpu": "3"}),
         ({"cpu": "0.1"}, 3, {"cpu": "0.3"}),
         ({"memory": "1Gi", "nvidia.com/gpu": "1"}, 2, {"memory": "2Gi", "nvidia.com/gpu": "2"}),
+        ({"memory": "1e3", "cpu": "1E"}, 2, {"memory": "2e3", "cpu": "2E"}),
         ({}, 5, {}),
     ],
 )
@@ -41,7 +42,7 @@ def test_multiply_quantities(quantities: dict[str, str], times: int, expected: d
     assert multiply_quantities(quantities, times) == expected
 
 
-@pytest.mark.parametrize("bad", ["1e3", "-1", "lots", ""])
+@pytest.mark.parametrize("bad", ["-1", "lots", "", "1Qi", "1K", " 1", "1Gi "])
 def test_multiply_rejects_what_it_cannot_read_naming_the_resource(bad: str) -> None:
     with pytest.raises(ValueError, match=f"memory: {bad!r}"):
         multiply_quantities({"memory": bad}, 2)

@@ -19,8 +19,8 @@ from typing import Any, Literal
 import attrs
 
 from k8s_backend.conf.frozen import FrozenDict, freeze
+from k8s_backend.kube.quantity import memory_bytes
 from k8s_backend.local.kubelet.env import ContainerStartError, Lookup, PodRuntime, expand, resolve_env
-from k8s_backend.local.kubelet.quantity import memory_bytes
 from k8s_backend.local.kubelet.volumes import PathMapper
 
 Obj = dict[str, Any]

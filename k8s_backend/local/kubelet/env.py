@@ -11,8 +11,8 @@ from typing import Any
 
 import attrs
 
+from k8s_backend.kube.quantity import cpu_millis, memory_bytes, parse_quantity
 from k8s_backend.local.kubelet.nodes import Resources
-from k8s_backend.local.kubelet.quantity import cpu_millis, memory_bytes, parse_quantity
 
 Obj = dict[str, Any]
 

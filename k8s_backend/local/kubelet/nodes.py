@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from k8s_backend.conf.frozen import FrozenDict, freeze
-from k8s_backend.local.kubelet.quantity import cpu_millis, format_cpu, format_memory, memory_bytes
+from k8s_backend.kube.quantity import cpu_millis, format_cpu, format_memory, memory_bytes
 
 Obj = dict[str, Any]
 
