@@ -9,6 +9,7 @@ these hooks while Spark holds its locks.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -103,6 +104,10 @@ class KubernetesClusterSchedulerBackend:
         self.failure_reason: str | None = None
         failures.add_listener(self._fail)
         self._failures = failures
+        self._clock = clock
+        self._not_starting = threading.Event()  # clear while start() runs
+        self._not_starting.set()
+        self._stopped = threading.Event()
 
     # -- parts, for status, tests and tools ----------------------------------------------------------
 
@@ -151,39 +156,71 @@ class KubernetesClusterSchedulerBackend:
 
     def start(self) -> None:
         """Start in a fixed order: the PodGroup and config map (SPARK-38794), recovery of pods left by an
-        earlier driver, then allocation, then the sources."""
+        earlier driver, then allocation, then the sources.
+
+        A stop() that comes meanwhile (from another thread) ends the start between two steps, and
+        waits for it, so nothing is created after the cleanup.
+        """
         self._require("start", {BackendState.NEW})
-        self._machine.transition(BackendState.STARTING)
-        parts, plan = self.parts, self._plan
+        self._not_starting.clear()
         try:
-            if plan.pod_group is not None:
-                parts.operations.create_pod_group(plan.pod_group)
-            if plan.config_map is not None:
-                parts.operations.create_config_map(plan.config_map)
-            if plan.recover is not None:
-                parts.allocator.advance_executor_id_counter(plan.recover())
-            if plan.wait_for_driver is not None:
-                plan.wait_for_driver()
-            parts.allocator.start()
-            parts.allocator.set_total_expected_executors({0: self._scaling.initial_target})
-            parts.lifecycle.start()
-            parts.monitor.start()
-            parts.watch_source.start(self._app_id)
-            parts.polling_source.start(self._app_id)
-            if self._gang is not None:
-                self._gang.start()
+            self._machine.transition(BackendState.STARTING)
+            self._start_steps()
+        finally:
+            self._not_starting.set()
+        if self._machine.transition_if_allowed(BackendState.RUNNING):  # not if it failed or stops
+            log.info("Kubernetes backend started for application %s", self._app_id)
+
+    def _start_steps(self) -> None:
+        parts, plan = self.parts, self._plan
+        steps: list[Callable[[], object]] = []
+        if plan.pod_group is not None:
+            pod_group = plan.pod_group
+            steps.append(lambda: parts.operations.create_pod_group(pod_group))
+        if plan.config_map is not None:
+            config_map = plan.config_map
+            steps.append(lambda: parts.operations.create_config_map(config_map))
+        if plan.recover is not None:
+            recover = plan.recover
+            steps.append(lambda: parts.allocator.advance_executor_id_counter(recover()))
+        if plan.wait_for_driver is not None:
+            steps.append(plan.wait_for_driver)
+        steps += [
+            parts.allocator.start,
+            lambda: parts.allocator.set_total_expected_executors({0: self._scaling.initial_target}),
+            parts.lifecycle.start,
+            parts.monitor.start,
+            lambda: parts.watch_source.start(self._app_id),
+            lambda: parts.polling_source.start(self._app_id),
+        ]
+        if self._gang is not None:
+            steps.append(self._gang.start)
+        try:
+            for step in steps:
+                if self._machine.state is BackendState.STOPPING:
+                    log.info("stop() came while the backend was starting: the rest of the start is skipped")
+                    return
+                step()
         except Exception as error:
             self._failures.report(f"the backend could not start: {error}")
             raise
-        self._machine.transition_if_allowed(BackendState.RUNNING)  # not if it failed meanwhile
-        log.info("Kubernetes backend started for application %s", self._app_id)
 
     def stop(self) -> None:
-        """Stop everything and clean up; safe to call more than once."""
+        """Stop everything and clean up, within ``spark.kubernetes.stopTimeout`` (cleanup still under
+        way then goes on in the background). Safe to call more than once and from several threads: a
+        second call waits for the first one's cleanup, within the same bound."""
+        sequence = self.parts.stop_sequence
+        bound = sequence.timeout
         if not self._machine.transition_if_allowed(BackendState.STOPPING):
-            return  # already stopping or stopped (maybe on another thread)
-        self.parts.stop_sequence.run()
+            self._stopped.wait(bound)  # already stopping (maybe on another thread), or stopped
+            return
+        started = self._clock.now()
+        if not self._not_starting.wait(bound):
+            log.warning("start() is still running; cleaning up without waiting for it any longer")
+        left = None if bound is None else max(0.0, bound - (self._clock.now() - started))
+        sequence.run(left)
         self._machine.transition(BackendState.STOPPED)
+        self._stopped.set()
 
     def register_resource_profile(self, profile: ResourceProfile) -> None:
         """Make a custom resource profile's executor size known before targets mention it."""

@@ -88,6 +88,7 @@ def build_stop_sequence(
         background=DELETE_STEPS,
         retryable=lambda error: not isinstance(error, ApiError) or is_retryable(error),
         on_retries_done=api.close if owns_api else None,
+        timeout=conf.lifecycle.stop_timeout,
     )
     return stop_sequence
 

@@ -1,8 +1,10 @@
 """An ordered list of independent cleanup steps: one failing step never skips the others.
 
-A cleanup step that still fails after its attempts can be handed to a background retrier that tries it
-again every few seconds until it succeeds or the process exits (YuniKorn retries orphaned deletes the
-same way), so a short API outage at stop does not leak pods.
+A run can be bounded in time: past the bound, the caller gets control back while the steps go on in the
+background (a hung API server must not hold the driver's shutdown for minutes). A cleanup step that still
+fails after its attempts can be handed to a background retrier that tries it again every few seconds
+until it succeeds or the process exits (YuniKorn retries orphaned deletes the same way), so a short API
+outage at stop does not leak pods.
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ class StopSequence:
         retryable: Callable[[BaseException], bool] = lambda error: True,
         on_retries_done: Callable[[], None] | None = None,
         spawn: Callable[[str, Callable[[], None]], None] = _daemon,
+        timeout: float | None = None,
     ) -> None:
         """``background``: names of steps worth retrying every ``background_interval`` seconds (at most
         ``background_attempts`` times, and only while ``retryable`` says the error may pass) once their
-        attempts failed; ``on_retries_done`` runs when the last background retry ends."""
+        attempts failed; ``on_retries_done`` runs when the last background retry ends. ``timeout``: the
+        longest :meth:`run` blocks its caller (None: until every step ran)."""
         self._steps = list(steps)
         self._attempts = max(1, attempts)
         self._backoff = backoff
@@ -56,8 +60,35 @@ class StopSequence:
         self.failures: list[tuple[str, str]] = []
         self.completed: list[str] = []
         self.retrying: list[str] = []
+        self.timeout = timeout
+        self.current: str | None = None  # the step running now, for the log line when the bound passes
+        self.done = threading.Event()  # every step ran (retries may still go on in the background)
 
-    def run(self) -> None:
+    def run(self, timeout: float | None = None) -> bool:
+        """Run every step in order. Returns False when ``timeout`` (default: the sequence's own) passed
+        first: the steps then go on on a thread of their own."""
+        bound = self.timeout if timeout is None else timeout
+        if bound is None:
+            self._run_steps()
+            return True
+        _daemon("k8s-backend-stop", self._run_steps)  # a real thread: the bound is real time
+        if self.done.wait(max(0.0, bound)):
+            return True
+        log.warning(
+            "Cleanup is taking longer than %.0f s (now: %s); it goes on in the background",
+            bound,
+            self.current or "between steps",
+        )
+        return False
+
+    def _run_steps(self) -> None:
+        try:
+            self._run_each()
+        finally:
+            self.current = None
+            self.done.set()
+
+    def _run_each(self) -> None:
         for name, step in self._steps:
             if self._run_step(name, step) or name not in self._background:
                 continue
@@ -70,6 +101,7 @@ class StopSequence:
             self._spawn(f"k8s-backend-retry-{name}", self._retrier(name, step))
 
     def _run_step(self, name: str, step: Callable[[], None]) -> bool:
+        self.current = name
         for attempt in range(1, self._attempts + 1):
             try:
                 step()

@@ -129,6 +129,16 @@ EXECUTOR_TRACKING_KEYS: tuple[Key, ...] = (
         has_spark_entry=False,
     ),
     Key(
+        "spark.kubernetes.stopTimeout",
+        Kind.DURATION_S,
+        "15s",
+        "The longest `stop()` takes. Cleanup still under way then (a slow or unreachable API server) goes "
+        "on in the background, with its deletes retried until they succeed or the process exits.",
+        field="lifecycle.stop_timeout",
+        check=greater_than(0, "must be a positive duration"),
+        has_spark_entry=False,
+    ),
+    Key(
         "spark.kubernetes.recovery.policy",
         Kind.STRING,
         "adopt",

@@ -131,6 +131,7 @@ class LifecycleConf:
     image_pull_fail_timeout: float = 120.0  # 0 disables failing the application on unpullable images
     recovery_policy: str = "adopt"  # after a restart: adopt matching live executor pods, or delete them
     stop_exit_wait: float = 2.0  # at stop, time for executors the driver stopped to exit by themselves
+    stop_timeout: float = 15.0  # the longest stop() takes; cleanup then goes on in the background
 
 
 @attrs.frozen

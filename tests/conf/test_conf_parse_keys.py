@@ -115,6 +115,7 @@ READS: dict[str, tuple[str, Any]] = {
     "spark.kubernetes.executor.imagePullFailTimeout": ("0", 0.0),
     "spark.kubernetes.recovery.policy": ("delete", "delete"),
     "spark.kubernetes.executor.stopExitWait": ("5s", 5.0),
+    "spark.kubernetes.stopTimeout": ("2min", 120.0),
 }
 
 GENERIC = [r for r in keys.KEYS if r.field and not r.custom and not r.is_prefix and r.use is Use.READ]
@@ -226,6 +227,7 @@ BAD: dict[str, tuple[str, str]] = {
     "spark.kubernetes.executor.imagePullFailTimeout": ("-1s", "invalid: must be 0 (disabled) or a positive"),
     "spark.kubernetes.recovery.policy": ("keep", "invalid: must be one of adopt, delete"),
     "spark.kubernetes.executor.stopExitWait": ("-1s", "invalid: must be 0 (delete at once)"),
+    "spark.kubernetes.stopTimeout": ("0", "invalid: must be a positive duration"),
 }
 
 
