@@ -235,7 +235,8 @@ def test_cpu_millis() -> None:
         ("7", 7),
         ("-1", -1),
         ("1Ei", 2**60),
-        ("1e999999999", float(2**63 - 1)),  # used to raise decimal.InvalidOperation; capped as the API server does
+        # Used to raise decimal.InvalidOperation; capped as the API server does.
+        ("1e999999999", float(2**63 - 1)),
     ],
 )
 def test_quantity_values(text: str, value: float) -> None:

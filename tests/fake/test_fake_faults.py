@@ -44,7 +44,9 @@ def test_fail_next_defaults_to_one_server_error_without_side_effects(fake: FakeK
     fake.create(PODS, "ns", POD)  # only the next call failed
 
 
-def test_an_outage_answers_every_matching_call_until_it_ends(fake: FakeKubernetes, clock: ManualClock) -> None:
+def test_an_outage_answers_every_matching_call_until_it_ends(
+    fake: FakeKubernetes, clock: ManualClock
+) -> None:
     fake.fail_for(10, "create", PODS, status=503, retry_after=1)
     for _ in range(3):
         with pytest.raises(ServerError) as caught:

@@ -270,7 +270,9 @@ def test_our_own_command_runs_on_this_interpreter_when_it_is_not_on_path(
 ) -> None:
     pod: Obj = {
         "metadata": {"name": "p", "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "image": "spark", "args": ["k8s-backend", "submit", "app.py"]}]},
+        "spec": {
+            "containers": [{"name": "c", "image": "spark", "args": ["k8s-backend", "submit", "app.py"]}]
+        },
     }
     monkeypatch.setattr("k8s_backend.local.kubelet.container.shutil.which", lambda *a, **k: None)
     command = translate_pod(pod, host, tmp_path)

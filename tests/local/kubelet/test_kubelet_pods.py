@@ -184,14 +184,17 @@ def test_init_container_runs_first_and_shares_volumes_and_env(
     fake: FakeKubernetes, kubelet: ProcessKubelet
 ) -> None:
     fake.create(CONFIG_MAPS, "default", {"metadata": {"name": "settings"}, "data": {"greeting": "hello"}})
-    # WORK=/work is a container path: the kubelet maps it onto the pod's emptyDir directory.
+    # WORK is a container path: the kubelet maps it onto the pod's emptyDir directory. It must not
+    # contain this interpreter's path, which the container's command names as if it were in the image.
+    mount_path = "/k8s-backend-test-work"
+    assert not PY.startswith(mount_path)
     mount = {
-        "volumeMounts": [{"name": "work", "mountPath": "/work"}],
-        "env": [{"name": "WORK", "value": "/work"}],
+        "volumeMounts": [{"name": "work", "mountPath": mount_path}],
+        "env": [{"name": "WORK", "value": mount_path}],
     }
     pod = python_pod(
         "staged",
-        "import os; w = os.environ['WORK']; print(open(w + '/msg').read(), w != '/work', "
+        f"import os; w = os.environ['WORK']; print(open(w + '/msg').read(), w != {mount_path!r}, "
         "os.environ['GREETING'], os.environ['POD'], os.environ['IP'])",
         volumes=[{"name": "work", "emptyDir": {}}],
         initContainers=[
