@@ -7,7 +7,7 @@ import secrets
 
 import attrs
 
-from k8s_backend.allocation.allocator import fetch_driver_pod
+from k8s_backend.allocation.driver_pod import fetch_driver_pod
 from k8s_backend.allocation.settings import AllocatorIdentity
 from k8s_backend.backend import StartPlan
 from k8s_backend.conf.model import KubernetesConf

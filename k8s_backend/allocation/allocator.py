@@ -13,7 +13,9 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from k8s_backend.allocation.create_retries import CreateRetries
 from k8s_backend.allocation.creator import ExecutorPodCreator, PodSpecBuilder, guarded
+from k8s_backend.allocation.driver_pod import fetch_driver_pod
 from k8s_backend.allocation.failures import ExecutorFailureTracker, FailureBudget
 from k8s_backend.allocation.pod_index import PodIndex
 from k8s_backend.allocation.policy import (
@@ -27,10 +29,9 @@ from k8s_backend.allocation.policy import (
 from k8s_backend.allocation.pvcs import claim_names_in_use
 from k8s_backend.allocation.settings import AllocatorIdentity, AllocatorListeners, AllocatorSettings
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
-from k8s_backend.errors import ConfigError
 from k8s_backend.failures import FailureReporter, FailureSink
 from k8s_backend.kube.labels import executor_selector
-from k8s_backend.kube.port import PODS, KubernetesApi, NotFoundError, Obj
+from k8s_backend.kube.port import PODS, KubernetesApi
 from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import SnapshotsStore
@@ -45,25 +46,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-def fetch_driver_pod(api: KubernetesApi, namespace: str, name: str | None) -> Obj | None:
-    """The driver pod named by ``spark.kubernetes.driver.pod.name``, or None when no name is set.
-
-    Raises :class:`ConfigError` naming the pod and namespace when it does not exist.
-    """
-    if not name:
-        return None
-    try:
-        return api.get(PODS, namespace, name)
-    except NotFoundError:
-        raise ConfigError(
-            f"No pod was found named {name} in the cluster in the namespace {namespace} (this was "
-            "supposed to be the driver pod.). Check spark.kubernetes.driver.pod.name and "
-            "spark.kubernetes.namespace.",
-            key="spark.kubernetes.driver.pod.name",
-            value=name,
-        ) from None
 
 
 class ExecutorPodsAllocator:
@@ -104,6 +86,7 @@ class ExecutorPodsAllocator:
             pvc_policy=settings.pvc_policy,
             identity=identity,
         )
+        self._retries = CreateRetries(clock, settings.batch_delay)
         self._failures = FailureBudget(
             ExecutorFailureTracker(clock, settings.failures_validity_interval),
             settings.max_failures,
@@ -236,6 +219,7 @@ class ExecutorPodsAllocator:
                 "max_failures": self._failures.max_failures,
                 "application_failed": self._failures.exhausted,
                 "stopped": self._stopped,
+                "create_retries": self._retries.status(),
             }
 
     # -- the round -----------------------------------------------------------------------------------
@@ -246,6 +230,8 @@ class ExecutorPodsAllocator:
                 return
         known = frozenset(self._listeners.known_executor_ids())
         self._index.apply(batch)
+        if self._retries.pending_ids:
+            self._retries.forget_seen(batch.seen_executor_ids())
         with self._lock:
             # Never hand out an id the driver or the cluster already has (e.g. after a restart).
             self._executor_id_counter = max(
@@ -295,7 +281,7 @@ class ExecutorPodsAllocator:
             pending_kept += len(excess.pending_ids)
         with self._lock:
             may_request = not self._stopped
-        may_request = may_request and not self._failures.exhausted
+        may_request = may_request and not self._failures.exhausted and self._retries.may_create()
         if plan.requests and may_request:
             if all_deleted:
                 pvcs_in_use = claim_names_in_use(batch)
@@ -355,15 +341,21 @@ class ExecutorPodsAllocator:
         for _ in range(request.count):
             if self._creator.must_wait_for_pvc(reusable):
                 return
-            if self._failures.exhausted:
+            if self._failures.exhausted or not self._retries.may_create():
                 return
+            retry_id = self._retries.take_id(request.rp_id)
             with self._lock:
                 if self._stopped:
                     return
-                self._executor_id_counter += 1
-                executor_id = self._executor_id_counter
+                if retry_id is None:
+                    self._executor_id_counter += 1
+                executor_id = self._executor_id_counter if retry_id is None else retry_id
                 profile = self._profiles[request.rp_id]
             creation = self._creator.create(executor_id, profile, reusable)
+            if creation.retryable:
+                # An API outage is not an executor failure: back off and ask again in a later round.
+                self._retries.failed(executor_id, request.rp_id, creation)
+                return
             if not creation.created:
                 # Pod-creation errors count against spark.executor.maxNumFailures (SPARK-55075): a quota
                 # or permission problem must end the application instead of retrying forever. The rest
@@ -372,6 +364,7 @@ class ExecutorPodsAllocator:
                 if self._listeners.on_creation_failed is not None:
                     self._listeners.on_creation_failed(executor_id, request.rp_id, creation.error)
                 return
+            self._retries.succeeded()
             with self._lock:
                 stopped = self._stopped
                 if not stopped:

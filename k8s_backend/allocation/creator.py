@@ -18,7 +18,13 @@ from k8s_backend.allocation.settings import AllocatorIdentity
 from k8s_backend.conf.model import ResourceProfile
 from k8s_backend.kube.labels import app_selector
 from k8s_backend.kube.port import PODS, PVCS, ApiError, ConflictError, KubernetesApi, Obj
-from k8s_backend.pods.constants import SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL
+from k8s_backend.kube.retry import should_retry
+from k8s_backend.pods.constants import (
+    EXECUTOR_ROLE,
+    SPARK_APP_ID_LABEL,
+    SPARK_EXECUTOR_ID_LABEL,
+    SPARK_ROLE_LABEL,
+)
 from k8s_backend.pods.objects import owner_reference
 from k8s_backend.pods.request import ExecutorPodRequest, ExecutorPodSpec
 from k8s_backend.scheduling import Clock
@@ -48,10 +54,20 @@ def guarded(what: str, call: Callable[[], object]) -> bool:
 
 @attrs.frozen
 class Creation:
-    """What became of one executor's create: the pod exists, or ``error`` says why not."""
+    """What became of one executor's create: the pod exists, or ``error`` says why not.
+
+    ``retryable``: the API refused with a transient error (429, 5xx, connection error or timeout, once
+    the adapter's own retries were spent): an outage, not an executor failure; ask again later, not
+    before ``retry_after`` seconds when the server said so. ``reuse_id``: the pod itself may exist (a
+    timed-out create can have reached the server), so ask again under the same executor id: a 409 then
+    finds the pod and adopts it.
+    """
 
     created: bool
     error: str = ""  # for the executor history and status; empty when the cause was only logged
+    retryable: bool = False
+    reuse_id: bool = False
+    retry_after: float | None = None
 
 
 CREATED = Creation(True)
@@ -59,6 +75,10 @@ CREATED = Creation(True)
 
 def _failed(error: str = "") -> Creation:
     return Creation(False, error)
+
+
+def _transient(error: ApiError, *, reuse_id: bool) -> Creation:
+    return Creation(False, str(error), retryable=True, reuse_id=reuse_id, retry_after=error.retry_after)
 
 
 def _name(obj: Obj) -> str:
@@ -152,6 +172,10 @@ class ExecutorPodCreator:
         except ConflictError as conflict:
             return self._adopt_existing(executor_id, pod, conflict)
         except ApiError as error:
+            if should_retry(error):
+                # The allocator logs the outage once; a line per create would flood the log.
+                log.debug("Cannot create the pod of executor %d for now: %s", executor_id, error)
+                return _transient(error, reuse_id=True)
             log.warning("Cannot create the pod of executor %d: %s", executor_id, error)
             return _failed(str(error))
 
@@ -162,11 +186,18 @@ class ExecutorPodCreator:
         try:
             existing = self._api.get(PODS, self._namespace, name)
         except ApiError as error:
+            if should_retry(error):
+                log.debug("Cannot read pod %s of executor %d for now: %s", name, executor_id, error)
+                return _transient(error, reuse_id=True)
             log.warning("Cannot create the pod of executor %d: %s (then: %s)", executor_id, conflict, error)
             return _failed()
         labels = (existing.get("metadata") or {}).get("labels") or {}
-        ours = labels.get(SPARK_APP_ID_LABEL) == self._app_id
-        if ours and labels.get(SPARK_EXECUTOR_ID_LABEL) == str(executor_id):
+        ours = (
+            labels.get(SPARK_APP_ID_LABEL) == self._app_id
+            and labels.get(SPARK_ROLE_LABEL) == EXECUTOR_ROLE
+            and labels.get(SPARK_EXECUTOR_ID_LABEL) == str(executor_id)
+        )
+        if ours:
             log.info(
                 "Pod %s of executor %d already exists: an earlier attempt created it.", name, executor_id
             )
@@ -208,6 +239,9 @@ class ExecutorPodCreator:
                     "Cannot create PersistentVolumeClaim %s of executor %d: %s", name, executor_id, error
                 )
                 self._take_back(pod)
+                if should_retry(error):
+                    # Not under the same id: the pod taken back may still be terminating under its name.
+                    return _transient(error, reuse_id=False)
                 return _failed(f"cannot create PersistentVolumeClaim {name}: {error}")
             with self._lock:
                 self._pvc_counter += 1

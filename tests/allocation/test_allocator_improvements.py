@@ -63,7 +63,7 @@ def test_a_pod_in_unknown_phase_is_not_replaced_while_it_may_come_back() -> None
 
 def test_a_failed_pod_creation_is_a_failure_and_leaves_no_phantom_request() -> None:
     h = Harness()
-    h.fake.fail_next("create", PODS, status=500)
+    h.fake.fail_next("create", PODS, status=403, message="exceeded quota")  # not transient: a failure
     h.set_targets({0: 1})
     assert h.allocator.failed_executors == 1
     assert h.allocator.status()["newly_created"] == []
@@ -180,7 +180,7 @@ def test_the_default_failure_callback_only_logs() -> None:
         h.clock,
     )
     allocator.start()
-    h.fake.fail_next("create", PODS, status=500)
+    h.fake.fail_next("create", PODS, status=422)
     allocator.set_total_expected_executors({0: 1})
     h.scheduler.run_until_idle()
     assert allocator.status()["application_failed"] is True

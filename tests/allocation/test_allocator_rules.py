@@ -229,7 +229,7 @@ def test_without_driver_ownership_a_claim_belongs_to_its_pod_and_none_is_listed(
 
 def test_a_failed_rollback_delete_is_logged_and_the_round_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     h = _with_claims(own_pvc=True)
-    h.fake.fail_next("create", PVCS, status=500)
+    h.fake.fail_next("create", PVCS, status=403)
     h.fake.fail_next("delete", PODS, status=500)
     with caplog.at_level(logging.WARNING):
         h.set_targets({0: 1})

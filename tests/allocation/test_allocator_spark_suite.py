@@ -584,7 +584,8 @@ def test_pvc_oriented_allocation_only_retries_when_something_was_observed() -> N
 def test_a_failed_claim_creation_deletes_its_pod_and_is_not_counted_as_a_claim() -> None:
     # SPARK-41410: the PVC counter stays 0 and nothing is outstanding; the port logs instead of raising.
     h = Harness(pvc_conf("gp3", wait=True, instances=1))
-    h.fake.fail_next("create", PVCS, status=500, message="PVC fails to create")
+    # Not a transient status: those are retried later without counting (test_allocator_api_outage.py).
+    h.fake.fail_next("create", PVCS, status=422, message="PVC fails to create")
     h.set_targets({0: 1})
     assert h.allocator.pvc_counter == 0
     assert h.outstanding == 0

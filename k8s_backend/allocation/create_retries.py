@@ -1,0 +1,134 @@
+"""Riding out an API outage while creating executor pods.
+
+A create the API refuses with a transient error (429, 5xx, connection error or timeout, after the
+adapter's own retries) says nothing about the executor: Spark 4.3 counts every creation error against
+``spark.executor.maxNumFailures`` (SPARK-55075), so a ten-second 503 outage failed the application with no
+executor ever failing. Here such a create is not a failure: the allocator stops creating, waits (backing
+off exponentially, and at least as long as a ``Retry-After`` asks), then asks again in a later round. The
+outage is logged once when it starts and once when creates work again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Collection
+from typing import Any
+
+from k8s_backend.allocation.creator import Creation
+from k8s_backend.scheduling import Clock
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF = 30.0
+"""The longest wait between two attempts of our own choosing (seconds)."""
+
+MAX_RETRY_AFTER = 300.0
+"""The longest ``Retry-After`` honoured: a guard against a server asking for an absurd wait (seconds)."""
+
+
+def backoff_delay(
+    failures: int, base: float, *, retry_after: float | None = None, max_backoff: float = MAX_BACKOFF
+) -> float:
+    """How long to wait after the ``failures``-th transient error in a row: ``base`` doubled each time up
+    to ``max_backoff``, and never less than the server's ``retry_after`` (itself capped)."""
+    exponent = min(max(failures - 1, 0), 30)  # 2**30 * base is beyond any max_backoff
+    delay = min(base * 2.0**exponent, max_backoff)
+    if retry_after is not None and retry_after > 0:
+        delay = max(delay, min(retry_after, MAX_RETRY_AFTER))
+    return delay
+
+
+class CreateRetries:
+    """The allocator's memory of an outage: when it may create again, and which executor ids to create again.
+
+    An id whose create may have reached the server (a timeout) is asked for again under the same id, so
+    the pod's name is the same and a 409 finds the pod to adopt instead of a second pod being made.
+    Thread-safe: rounds use it, :meth:`status` may be read from anywhere.
+    """
+
+    def __init__(self, clock: Clock, base_delay: float) -> None:
+        self._clock = clock
+        self._base_delay = max(base_delay, 0.1)  # a batch delay of 0 must not mean asking in a tight loop
+        self._lock = threading.Lock()
+        self._failures = 0  # transient create errors in a row
+        self._since = 0.0  # when the first of them happened
+        self._retry_at = 0.0
+        self._ids: dict[int, int] = {}  # executor id -> resource profile id, in the order they failed
+
+    def may_create(self) -> bool:
+        """Whether the backoff after the last transient error is over (always, outside an outage)."""
+        with self._lock:
+            return self._clock.now() >= self._retry_at
+
+    def take_id(self, rp_id: int) -> int | None:
+        """An executor id of ``rp_id`` whose create is to be asked for again, or None."""
+        with self._lock:
+            for executor_id, rp in self._ids.items():
+                if rp == rp_id:
+                    del self._ids[executor_id]
+                    return executor_id
+        return None
+
+    def forget_seen(self, seen: Collection[int]) -> None:
+        """Drop the ids whose pods a snapshot shows: their create reached the server after all."""
+        with self._lock:
+            for executor_id in [i for i in self._ids if i in seen]:
+                del self._ids[executor_id]
+
+    @property
+    def pending_ids(self) -> tuple[int, ...]:
+        with self._lock:
+            return tuple(self._ids)
+
+    def failed(self, executor_id: int, rp_id: int, creation: Creation) -> float:
+        """Record a transient create error; returns how long creates now wait."""
+        now = self._clock.now()
+        with self._lock:
+            self._failures += 1
+            failures = self._failures
+            if failures == 1:
+                self._since = now
+            if creation.reuse_id:
+                self._ids[executor_id] = rp_id
+            delay = backoff_delay(failures, self._base_delay, retry_after=creation.retry_after)
+            self._retry_at = now + delay
+        if failures == 1:
+            log.warning(
+                "The Kubernetes API refuses executor pod creation with a transient error (%s). This is not "
+                "counted as an executor failure: creating pods again in %.1fs, backing off while it lasts "
+                "(further errors of this outage are logged at debug level).",
+                creation.error,
+                delay,
+            )
+        else:
+            log.debug(
+                "Executor pod creation still refused (%d errors in a row): %s; next attempt in %.1fs",
+                failures,
+                creation.error,
+                delay,
+            )
+        return delay
+
+    def succeeded(self) -> None:
+        """A create worked: the outage, if any, is over."""
+        now = self._clock.now()
+        with self._lock:
+            failures, since = self._failures, self._since
+            self._failures = 0
+            self._retry_at = 0.0
+        if failures:
+            log.info(
+                "Executor pod creation works again after %d transient errors over %.1fs.",
+                failures,
+                now - since,
+            )
+
+    def status(self) -> dict[str, Any]:
+        """A JSON-friendly view for diagnostics."""
+        with self._lock:
+            return {
+                "transient_errors_in_a_row": self._failures,
+                "retry_in": max(self._retry_at - self._clock.now(), 0.0),
+                "ids_to_retry": sorted(self._ids),
+            }
