@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from k8s_backend.conf.frozen import FrozenDict, freeze
+from k8s_backend.kube.settings import ApiClientConf as ApiClientConf  # how to reach the API server
 
 DEFAULT_PROFILE_ID = 0
 DEFAULT_CONTAINER_NAME = "spark-kubernetes-executor"
@@ -65,22 +66,6 @@ class VolumeSpec:
     host_path_type: str = ""  # hostPath options.type ("" = no check)
     labels: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)  # persistentVolumeClaim label.*
     annotations: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)  # ... annotation.*
-
-
-@attrs.frozen
-class ApiClientConf:
-    """How to reach the API server (``spark.kubernetes.authenticate.*``, timeouts, context)."""
-
-    master: str = ""  # API server URL; "" means kubeconfig or in-cluster
-    context: str = ""
-    trust_certificates: bool = False
-    request_timeout: float = 10.0
-    connection_timeout: float = 10.0
-    oauth_token: str = ""
-    oauth_token_file: str = ""
-    ca_cert_file: str = ""
-    client_key_file: str = ""
-    client_cert_file: str = ""
 
 
 @attrs.frozen
@@ -241,7 +226,7 @@ class KubernetesConf:
     namespace: str = "default"
     app_name: str = "spark"
     app_id: str | None = None  # spark.app.id, if set
-    api: ApiClientConf = ApiClientConf()
+    api: ApiClientConf = ApiClientConf()  # noqa: RUF009 (frozen, so one shared default is safe)
     allocation: AllocationConf = AllocationConf()
     snapshots: SnapshotsConf = SnapshotsConf()
     lifecycle: LifecycleConf = LifecycleConf()

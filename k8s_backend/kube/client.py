@@ -20,7 +20,6 @@ from urllib.parse import urlencode
 
 import urllib3
 
-from k8s_backend.conf.model import ApiClientConf
 from k8s_backend.kube.config import build_client_settings
 from k8s_backend.kube.port import (
     MERGE_PATCH,
@@ -33,6 +32,7 @@ from k8s_backend.kube.port import (
     Resource,
 )
 from k8s_backend.kube.retry import SSL_ERROR_REASON, RetryPolicy
+from k8s_backend.kube.settings import ApiClientConf
 from k8s_backend.kube.wire import HttpWatchStream, error_from_response, error_from_status
 
 __all__ = ["HttpWatchStream", "OfficialKubernetesApi", "error_from_response", "error_from_status"]

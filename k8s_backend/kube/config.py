@@ -27,8 +27,8 @@ from kubernetes import client as _client
 from kubernetes import config as _config
 from kubernetes.config import incluster_config as _incluster
 
-from k8s_backend.conf.model import ApiClientConf
 from k8s_backend.errors import ConfigError
+from k8s_backend.kube.settings import ApiClientConf
 
 log = logging.getLogger(__name__)
 

@@ -223,8 +223,8 @@ class LocalCluster:
 
     def api(self, namespace: str = "default") -> OfficialKubernetesApi:
         """The real adapter (official client over HTTP) bound to this cluster; closed on exit."""
-        from k8s_backend.conf.model import ApiClientConf
         from k8s_backend.kube.client import OfficialKubernetesApi
+        from k8s_backend.kube.settings import ApiClientConf
 
         conf = ApiClientConf(master=self.url, oauth_token=self._token)
         # An explicit environment: the user's own kubeconfig and service account must not leak in.
