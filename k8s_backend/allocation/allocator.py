@@ -270,6 +270,12 @@ class ExecutorPodsAllocator:
                 "ever observed; they will be replaced.",
                 _ids(plan.lost_before_seen),
             )
+        if plan.vanished:
+            log.warning(
+                "Executors %s were created, but a full list of the pods taken since no longer has them: "
+                "they were deleted before any watch event about them arrived. They will be replaced.",
+                _ids(plan.vanished),
+            )
         if plan.timed_out is not None:
             self._delete_timed_out(plan.timed_out.executor_ids)
         pending_kept = 0
@@ -368,7 +374,9 @@ class ExecutorPodsAllocator:
             with self._lock:
                 stopped = self._stopped
                 if not stopped:
-                    self._newly_created[executor_id] = NewRequest(request.rp_id, self._clock.now())
+                    self._newly_created[executor_id] = NewRequest(
+                        request.rp_id, self._clock.now(), creation.resource_version
+                    )
             if stopped:
                 # stop() ran while this create was in flight: its delete may already be done.
                 self._take_back(executor_id)

@@ -28,6 +28,7 @@ from k8s_backend.pods.constants import (
 from k8s_backend.pods.objects import owner_reference
 from k8s_backend.pods.request import ExecutorPodRequest, ExecutorPodSpec
 from k8s_backend.scheduling import Clock
+from k8s_backend.snapshots.states import ExecutorPodState, PodPhase
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ class Creation:
     retryable: bool = False
     reuse_id: bool = False
     retry_after: float | None = None
+    resource_version: int | None = None  # the created (or adopted) pod's, when ``created``
 
 
 CREATED = Creation(True)
@@ -163,7 +165,12 @@ class ExecutorPodCreator:
         created = self._create_pod(executor_id, claims.pod)
         if isinstance(created, Creation):
             return created
-        return self._create_claims(executor_id, created, claims.pvcs_to_create)
+        creation = self._create_claims(executor_id, created, claims.pvcs_to_create)
+        if not creation.created:
+            return creation
+        # Parsed as the snapshot store parses the versions it compares.
+        version = ExecutorPodState(executor_id, PodPhase.PENDING, created).resource_version
+        return attrs.evolve(creation, resource_version=version)
 
     def _create_pod(self, executor_id: int, pod: Obj) -> Obj | Creation:
         """The created (or adopted) pod, or the failed creation."""

@@ -35,10 +35,15 @@ def split_slots(candidates: Sequence[T], slots: int) -> list[tuple[T, int]]:
 
 @attrs.frozen
 class NewRequest:
-    """A pod the allocator created and has not yet seen in any snapshot."""
+    """A pod the allocator created and has not yet seen in any snapshot.
+
+    ``resource_version``: the pod's resourceVersion in the create's answer (None when unknown): a full
+    list at that version or later has the pod unless it was deleted since.
+    """
 
     rp_id: int
     created_at: float
+    resource_version: int | None = None
 
 
 @attrs.frozen
@@ -162,6 +167,7 @@ class AllocationPlan:
     counted_failures: frozenset[int]
     new_failures: tuple[int, ...] = ()
     lost_before_seen: tuple[int, ...] = ()
+    vanished: tuple[int, ...] = ()
     timed_out: DeleteTimedOutRequests | None = None
     excess: tuple[DeleteExcessPending, ...] = ()
     requests: tuple[RequestExecutors, ...] = ()
@@ -201,6 +207,12 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
     lost = tuple(i for i in known_newly if i not in known)
     for executor_id in lost:
         del known_newly[executor_id]
+    # Created, then deleted before any watch event reached us: a full list taken after the create lacks
+    # it, so it is gone and its slot is requested again now, not after the creation timeout. A list
+    # older than the create proves nothing: such a request keeps counting as pending (no over-allocation).
+    vanished = _vanished(batch, newly)
+    for executor_id in vanished:
+        del newly[executor_id]
 
     timed_out = tuple(i for i, r in newly.items() if now - r.created_at > limits.pod_creation_timeout)
     for executor_id in timed_out:
@@ -278,11 +290,22 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
         counted_failures=inp.counted_failures | frozenset(new_failures),
         new_failures=new_failures,
         lost_before_seen=lost,
+        vanished=vanished,
         timed_out=DeleteTimedOutRequests(timed_out) if timed_out else None,
         excess=tuple(excess),
         requests=requests,
         pending_unknown=total_pending_unknown,
         profiles=tuple(profiles),
+    )
+
+
+def _vanished(batch: SnapshotBatch, newly: Mapping[int, NewRequest]) -> tuple[int, ...]:
+    """The requests (not seen in ``batch``) that a full list taken at or after their create lacks."""
+    list_rv = batch.resync_resource_version if batch.resynced else None
+    if list_rv is None:
+        return ()
+    return tuple(
+        i for i, r in newly.items() if r.resource_version is not None and r.resource_version <= list_rv
     )
 
 

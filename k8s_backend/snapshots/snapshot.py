@@ -57,6 +57,11 @@ class SnapshotBatch:
     snapshot: ExecutorPodsSnapshot
     resynced: bool = False  # a full resync replaced the view since the previous delivery
     first: bool = False  # the subscriber's first delivery
+    # With ``resynced``: the resourceVersion of the newest full list the view was built from (None when
+    # unknown). A pod created at or before it and missing from the view is gone, even if no watch event
+    # ever said so; the allocator relies on it to forget such pods at once instead of after
+    # spark.kubernetes.allocation.executor.timeout.
+    resync_resource_version: int | None = None
 
     @property
     def changed(self) -> bool:

@@ -76,7 +76,8 @@ class Harness:
     """One allocator under test. ``known`` is the set of executor ids the driver has registered.
 
     With ``periodic`` the store runs rounds at the allocator's interval as the scheduler's clock moves;
-    otherwise only :meth:`round` (and the immediate round of a new target) runs one.
+    otherwise only :meth:`round` (and the immediate round of a new target) runs one. ``store_type``
+    replaces the store (by default chosen by ``periodic``).
     """
 
     def __init__(
@@ -87,12 +88,14 @@ class Harness:
         with_driver_pod: bool = True,
         start: bool = True,
         periodic: bool = False,
+        store_type: type[ExecutorPodsSnapshotsStore] | None = None,
     ) -> None:
         self.conf = conf or suite_conf()
         self.clock = ManualClock(START)
         self.scheduler = DeterministicScheduler(self.clock)
         self.fake = FakeKubernetes(clock=self.clock, watch_blocking=False, seed=7)
-        store_type = ExecutorPodsSnapshotsStore if periodic else ManualRoundsStore
+        if store_type is None:
+            store_type = ExecutorPodsSnapshotsStore if periodic else ManualRoundsStore
         self.store = store_type(self.scheduler, self.clock)
         self.known: set[int] = set()
         self.failures: list[str] = []
