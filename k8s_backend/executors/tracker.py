@@ -16,6 +16,7 @@ import attrs
 
 from k8s_backend.executors.pod_reasons import PendingReason, container_image, pending_reason
 from k8s_backend.executors.states import EXECUTOR_TRANSITIONS, POD_PHASE_TO_STATE, ExecutorState
+from k8s_backend.kube.port import Obj
 from k8s_backend.lifecycle import explain
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.states import ExecutorPodState, PodPhase
@@ -172,9 +173,7 @@ class ExecutorTracker:
                 record.pull_failing_since = now
         detail = ""
         if target in (ExecutorState.FAILED, ExecutorState.SUCCEEDED):
-            code = explain.exit_code_of(pod_state.pod, self._container_name)
-            why = explain.termination_reason(pod_state.pod, self._container_name)
-            detail = f"exit {code}" + (f" {why}" if why and why not in ("Error", "Completed") else "")
+            detail = _end_detail(pod_state.pod, self._container_name)
         if target is ExecutorState.RUNNING:
             self._profiles_that_ran.add(record.resource_profile_id)
         if target in (ExecutorState.PENDING, ExecutorState.RUNNING) and record.state in (
@@ -286,3 +285,12 @@ class ExecutorTracker:
             "histories": {str(i): self.describe(i) for i in recent},
             "illegal_transitions": self.illegal_transitions,
         }
+
+
+def _end_detail(pod: Obj, container_name: str) -> str:
+    """How a pod ended, for its history line: ``exit 137 OOMKilled``, ``Evicted (exit 137)``."""
+    code = explain.exit_code_of(pod, container_name)
+    if explain.eviction_message(pod) is not None:
+        return "Evicted" if code == explain.UNKNOWN_EXIT_CODE else f"Evicted (exit {code})"
+    why = explain.termination_reason(pod, container_name)
+    return f"exit {code}" + (f" {why}" if why and why not in ("Error", "Completed") else "")

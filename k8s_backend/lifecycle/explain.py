@@ -70,8 +70,23 @@ def _memory_limit(pod: Obj, container_name: str) -> str:
     return ""
 
 
+def eviction_message(pod: Obj) -> str | None:
+    """The kubelet's message when it evicted the pod (node pressure, ephemeral storage), else None.
+
+    An evicted pod often has no terminated container, so its exit code says nothing (-1).
+    """
+    status = pod.get("status") or {}
+    if status.get("reason") != "Evicted":
+        return None
+    return str(status.get("message") or "").strip()
+
+
 def headline(pod: Obj, executor_id: int, exit_code: int, container_name: str) -> str:
     """One line that says what most likely happened, before the details."""
+    evicted = eviction_message(pod)
+    if evicted is not None:
+        because = f": {evicted.rstrip('.')}" if evicted else ""
+        return f"Evicted by the kubelet{because}"
     reason = termination_reason(pod, container_name)
     if reason == "OOMKilled":
         limit = _memory_limit(pod, container_name)

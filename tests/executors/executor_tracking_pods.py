@@ -37,6 +37,7 @@ def pod(
     exit_code: int | None = None,
     reason: str = "Error",
     deleting: bool = False,
+    evicted: str | None = None,
 ) -> Obj:
     """An executor pod in ``phase``; ``waiting`` / ``unschedulable`` / ``exit_code`` shape its status."""
     metadata: dict[str, Any] = {
@@ -61,6 +62,8 @@ def pod(
         container["state"] = {"running": {"startedAt": "2026-01-01T12:00:40Z"}}
     if "state" in container:
         status["containerStatuses"] = [container]
+    if evicted is not None:  # as the kubelet reports an eviction: the pod's reason and message
+        status.update(reason="Evicted", message=evicted)
     if unschedulable is not None:
         status["conditions"] = [
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": unschedulable}

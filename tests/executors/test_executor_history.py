@@ -21,6 +21,17 @@ def test_the_history_line_reads_like_the_issue_example() -> None:
     )
 
 
+def test_an_evicted_executor_says_evicted_not_an_unexpected_exit() -> None:
+    tracker = make_tracker()
+    tracker.requested(1, 0, T0)
+    observe(tracker, T0 + 39, 1, "Running")
+    observe(tracker, T0 + 99, 1, "Failed", evicted="The node was low on resource: memory.")
+    assert tracker.describe(1) == "requested 12:00:01, running 12:00:40, failed 12:01:40 Evicted"
+    tracker.requested(2, 0, T0)
+    observe(tracker, T0 + 99, 2, "Failed", evicted="", exit_code=137)
+    assert tracker.describe(2).endswith("failed 12:01:40 Evicted (exit 137)")
+
+
 def test_a_pending_executor_shows_its_current_reason() -> None:
     tracker = make_tracker()
     tracker.requested(1, 0, T0)

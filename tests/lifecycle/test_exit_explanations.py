@@ -114,6 +114,15 @@ def test_oom_killed_headline_without_a_limit() -> None:
     assert line.startswith("OOMKilled: the executor exceeded its memory limit;")
 
 
+def test_an_evicted_pod_is_explained_by_the_kubelets_message() -> None:
+    obj = pod(1, "Failed")
+    obj["status"].update(reason="Evicted", message="The node was low on resource: memory. ")
+    line = explain.headline(obj, 1, explain.UNKNOWN_EXIT_CODE, SPARK_CONTAINER)
+    assert line == "Evicted by the kubelet: The node was low on resource: memory"
+    assert "(unexpected)" not in line
+    assert explain.exit_message(obj, 1, -1, SPARK_CONTAINER).startswith(line + ".\n")
+
+
 def test_sigkill_and_jvm_oom_headlines() -> None:
     obj = pod(1, "Failed", containers=[terminated(SPARK_CONTAINER, 137)])
     assert "SIGKILL" in explain.headline(obj, 1, 137, SPARK_CONTAINER)
