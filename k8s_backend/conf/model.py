@@ -10,6 +10,7 @@ and defined by the package above both, :mod:`k8s_backend.conf` (see its docstrin
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,17 @@ import attrs
 
 from k8s_backend.conf.frozen import FrozenDict, freeze
 from k8s_backend.kube.settings import ApiClientConf as ApiClientConf  # how to reach the API server
+
+# Spark's spark.redaction.regex default: the keys whose values are secrets in logs, UIs and reprs.
+DEFAULT_REDACTION_REGEX = r"(?i)secret|password|token|access[.]key"
+REDACTED = "*********(redacted)"  # what Spark shows instead of a secret
+
+
+def redacted(props: Mapping[str, str]) -> dict[str, str]:
+    """``props`` with the values of secret keys replaced, by ``spark.redaction.regex`` as Spark does."""
+    pattern = re.compile(props.get("spark.redaction.regex") or DEFAULT_REDACTION_REGEX)
+    return {key: REDACTED if pattern.search(key) else value for key, value in props.items()}
+
 
 DEFAULT_PROFILE_ID = 0
 DEFAULT_CONTAINER_NAME = "spark-kubernetes-executor"
@@ -234,7 +246,9 @@ class KubernetesConf:
     driver: DriverConf = DriverConf()
     executor: ExecutorPodConf = ExecutorPodConf()
     gang: GangConf = GangConf()
-    spark_properties: FrozenDict = attrs.field(factory=FrozenDict, converter=freeze)
+    spark_properties: FrozenDict = attrs.field(
+        factory=FrozenDict, converter=freeze, repr=lambda props: repr(redacted(props))
+    )
 
     if TYPE_CHECKING:
         # Defined by k8s_backend.conf, which imports this module and the parser; importing this module

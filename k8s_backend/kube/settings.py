@@ -19,7 +19,7 @@ class ApiClientConf:
     trust_certificates: bool = False
     request_timeout: float = 10.0
     connection_timeout: float = 10.0
-    oauth_token: str = ""
+    oauth_token: str = attrs.field(default="", repr=lambda token: "'*********(redacted)'" if token else "''")
     oauth_token_file: str = ""
     ca_cert_file: str = ""
     client_key_file: str = ""
