@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from k8s_backend.kube.labels import executor_selector
-from k8s_backend.kube.port import PODS, KubernetesApi, NotFoundError, Obj
+from k8s_backend.kube.port import PODS, ApiError, KubernetesApi, NotFoundError, Obj
 from k8s_backend.snapshots.states import PodPhase, PodStateRules, executor_id_of
 from k8s_backend.snapshots.store import SnapshotsStore
 
@@ -113,8 +113,23 @@ def recover(
     rules: PodStateRules,
     delete_finished: bool = True,
 ) -> tuple[RecoveryPlan, RecoveryReport]:
-    """List the application's pods, apply the plan, and seed the store with the adopted ones."""
-    listed = api.list(PODS, namespace, label_selector=executor_selector(app_id))
+    """List the application's pods, apply the plan, and seed the store with the adopted ones.
+
+    Raises the list's :class:`ApiError` (same type, with what was being done in its message) when the
+    pods cannot be listed once the API client's retries are spent: starting blind could reuse the ids
+    of live executors.
+    """
+    try:
+        listed = api.list(PODS, namespace, label_selector=executor_selector(app_id))
+    except ApiError as error:
+        raise type(error)(
+            f"Cannot list the executor pods an earlier driver of application {app_id} may have left in "
+            f"namespace {namespace}, to recover them: {error.message}",
+            status=error.status,
+            reason=error.reason,
+            retry_after=error.retry_after,
+            body=error.body,
+        ) from error
     plan = plan_recovery(listed.items, policy=policy, driver_url=driver_url, image=image, rules=rules)
     doomed = list(plan.delete_live) + (list(plan.delete_finished) if delete_finished else [])
     failed: list[str] = []

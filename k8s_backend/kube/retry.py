@@ -4,6 +4,12 @@ Throttling (429), server errors (5xx) and connection problems are retried with e
 jitter; a 429's ``Retry-After`` is the minimum wait. Validation and other 4xx errors are never retried:
 asking again cannot change the answer. Attempts and total time are both bounded, so a caller sees the
 last error after a predictable delay.
+
+The default budget is fabric8's, the client Spark itself uses: up to 10 attempts
+(``kubernetes.request.retry.backoffLimit``) with exponential backoff from 100 ms. Five attempts gave up
+after ~1.5 s of waiting, so a 1.7 s burst of 500s from an API server (a restart, a leader election)
+made the backend's start fail; ten ride out bursts of ~20 s (0.1 + 0.2 + ... + 3.2 + 5 + 5 + 5 s of
+waits), and ``max_total_seconds`` still caps a call at 30 s.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ class RetryPolicy:
     time spent sleeping (also when ``sleep`` is a fake), so it holds whatever ``sleep`` does.
     """
 
-    max_attempts: int = 5
+    max_attempts: int = 10  # fabric8's backoffLimit (see the module docstring)
     max_total_seconds: float = 30.0
     initial_wait: float = 0.1  # fabric8's first backoff, as Spark's own client
     max_wait: float = 5.0
@@ -66,7 +72,19 @@ class RetryPolicy:
             before_sleep=lambda state: _log_retry(state, verb, path),
             reraise=True,
         )
-        return retrying(fn)
+        try:
+            return retrying(fn)
+        except ApiError as error:
+            if should_retry(error):
+                attempts = retrying.statistics.get("attempt_number", 1)
+                log.warning(
+                    "Kubernetes API %s %s still failing after %d attempts; giving up: %s",
+                    verb,
+                    path,
+                    attempts,
+                    error,
+                )
+            raise
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         exponent = min(state.attempt_number - 1, 60)  # 2**60 is already beyond any max_wait

@@ -28,6 +28,7 @@ from k8s_backend.kube.port import (
     ServerError,
     UnauthorizedError,
 )
+from k8s_backend.kube.retry import RetryPolicy
 from k8s_backend.local.apiserver import ApiServer, RequestRecord
 from k8s_backend.local.apiserver import server as apiserver_module
 from k8s_backend.testing.fake import FakeKubernetes
@@ -151,10 +152,10 @@ def test_injected_429_and_500_are_retried(
     api.create(PODS, "default", pod("p"))
     assert len(fake.calls_of("create")) == 3
     assert sleeps[0] >= 2.0 and len(sleeps) == 2
-    fake.fail_next("get", PODS, status=503, count=10)
+    fake.fail_next("get", PODS, status=503, count=20)
     with pytest.raises(ServerError):
         api.get(PODS, "default", "p")
-    assert len(fake.calls_of("get")) == 5
+    assert len(fake.calls_of("get")) == RetryPolicy().max_attempts
 
 
 def test_429_answer_has_retry_after_header_and_status_body(raw: Raw, fake: FakeKubernetes) -> None:

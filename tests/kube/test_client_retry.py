@@ -88,6 +88,27 @@ def test_attempts_are_bounded_and_the_last_error_is_raised() -> None:
     assert len(sleeps) == 4
 
 
+def test_the_default_budget_is_fabric8_s_ten_attempts_within_thirty_seconds() -> None:
+    # Five attempts gave up after ~1.5 s of waiting: a 1.7 s burst of 500s made start() fail.
+    sleeps: list[float] = []
+    fn = Flaky(*[ServerError(f"e{i}") for i in range(20)])
+    with pytest.raises(ServerError, match="e9"):
+        policy(sleeps).call(fn, verb="GET", path="/p")
+    assert fn.calls == 10
+    assert sleeps == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0, 5.0])
+    assert sum(sleeps) <= RetryPolicy().max_total_seconds
+
+
+def test_giving_up_is_logged_once_with_the_attempts(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="k8s_backend.kube.retry")
+    with pytest.raises(ServerError):
+        policy([], max_attempts=3).call(Flaky(*[ServerError("down")] * 3), verb="GET", path="/p")
+    gave_up = [r.getMessage() for r in caplog.records if "giving up" in r.getMessage()]
+    assert gave_up == [
+        "Kubernetes API GET /p still failing after 3 attempts; giving up: 500 InternalError: down"
+    ]
+
+
 def test_total_time_is_bounded_counting_sleeps() -> None:
     sleeps: list[float] = []
     fn = Flaky(*[TooManyRequestsError("slow", retry_after=4.0) for _ in range(10)])
