@@ -1,0 +1,98 @@
+"""Who may talk to the control plane: a static token file for the API server (an admin in
+``system:masters``, and the controller manager's and scheduler's own users, which the default RBAC
+policy already binds) and a kubeconfig per user.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+ADMIN = "k8s-backend-admin"
+CONTROLLER_MANAGER = "system:kube-controller-manager"
+SCHEDULER = "system:kube-scheduler"
+
+
+@attrs.frozen
+class TokenUser:
+    """One line of ``--token-auth-file``."""
+
+    name: str
+    token: str
+    groups: tuple[str, ...] = ()
+
+    @classmethod
+    def new(cls, name: str, *groups: str) -> TokenUser:
+        return cls(name, secrets.token_hex(24), tuple(groups))
+
+    def csv_line(self, uid: str) -> str:
+        # token,user,uid,"group1,group2": the API server's static token file format.
+        groups = f',"{",".join(self.groups)}"' if self.groups else ""
+        return f"{self.token},{self.name},{uid}{groups}"
+
+
+@attrs.frozen
+class Credentials:
+    """The users of one control plane."""
+
+    admin: TokenUser
+    controller_manager: TokenUser
+    scheduler: TokenUser
+
+    @classmethod
+    def generate(cls) -> Credentials:
+        """Fresh random tokens."""
+        return cls(
+            admin=TokenUser.new(ADMIN, "system:masters"),
+            controller_manager=TokenUser.new(CONTROLLER_MANAGER),
+            scheduler=TokenUser.new(SCHEDULER),
+        )
+
+    @property
+    def users(self) -> Sequence[TokenUser]:
+        return (self.admin, self.controller_manager, self.scheduler)
+
+    def write_token_file(self, path: Path) -> Path:
+        lines = [user.csv_line(f"uid-{index}") for index, user in enumerate(self.users)]
+        write_private(path, "\n".join(lines) + "\n")
+        return path
+
+
+def kubeconfig_dict(server: str, ca_pem: bytes, user: TokenUser, context: str) -> dict[str, Any]:
+    """A kubeconfig with the CA inline and a bearer token, as kubectl and the Python client read it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": context,
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_pem).decode("ascii"),
+                },
+            }
+        ],
+        "users": [{"name": user.name, "user": {"token": user.token}}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": user.name}}],
+        "current-context": context,
+        "preferences": {},
+    }
+
+
+def write_kubeconfig(path: Path, server: str, ca_pem: bytes, user: TokenUser, context: str) -> Path:
+    write_private(path, yaml.safe_dump(kubeconfig_dict(server, ca_pem, user, context), sort_keys=False))
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only the owner can read (it holds tokens or keys)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
