@@ -204,6 +204,8 @@ class ExecutorPodsSnapshotsStore:
                 snapshot=self._current_locked(),
                 resynced=subscriber.resynced,
                 first=subscriber.first,
+                # The newest full list's version: pods created before it and missing from it are gone.
+                resync_resource_version=self._list_rv if subscriber.resynced else None,
             )
             subscriber.updates = []
             subscriber.resynced = False

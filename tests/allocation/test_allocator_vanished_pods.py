@@ -9,16 +9,12 @@ nothing, so the request keeps counting as pending (Spark's rule) and nothing is 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import attrs
-from alloc_harness import EXECUTORS, NS, Harness, ManualRoundsStore, pod_name
+from alloc_harness import EXECUTORS, NS, Harness, pod_name
 from alloc_pods import state
 
 from k8s_backend.allocation.policy import NewRequest, RoundInput, plan_round
-from k8s_backend.kube.port import PODS, Obj
+from k8s_backend.kube.port import PODS
 from k8s_backend.snapshots.snapshot import ExecutorPodsSnapshot, SnapshotBatch
-from k8s_backend.snapshots.store import SubscriberCallback
 
 NOW = 1000.0
 
@@ -69,31 +65,8 @@ def test_unknown_versions_and_watch_batches_prove_nothing() -> None:
 # -- through the allocator and the store ---------------------------------------------------------------
 
 
-class VersionedResyncStore(ManualRoundsStore):
-    """The store, with each resynced batch carrying the newest list's resourceVersion.
-
-    Stands in for ExecutorPodsSnapshotsStore filling SnapshotBatch.resync_resource_version itself (the
-    version it keeps as the last full list's), using only its public methods.
-    """
-
-    newest_list: int | None = None
-
-    def replace_snapshot(self, pods: Sequence[Obj], resource_version: str | None = None) -> None:
-        super().replace_snapshot(pods, resource_version)
-        if resource_version is not None and resource_version.isdigit():
-            self.newest_list = max(int(resource_version), self.newest_list or 0)
-
-    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> None:
-        def versioned(batch: SnapshotBatch) -> None:
-            if batch.resynced:
-                batch = attrs.evolve(batch, resync_resource_version=self.newest_list)
-            callback(batch)
-
-        super().add_subscriber(interval, versioned)
-
-
 def test_a_pod_deleted_before_the_watch_saw_it_is_replaced_after_the_next_full_list() -> None:
-    h = Harness(store_type=VersionedResyncStore)
+    h = Harness()
     stale = h.fake.list(PODS, NS, label_selector=EXECUTORS)  # taken before the creates were answered
     h.set_targets({0: 2})
     assert h.created_ids() == [1, 2]
