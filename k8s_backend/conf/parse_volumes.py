@@ -117,6 +117,8 @@ def _volume(kind: str, name: str, options: dict[str, str]) -> VolumeSpec:
     for option in _REQUIRED[kind]:
         if not options.get(option, "").strip():
             raise ConfigError(f"{base}.{option} is required for {kind}", key=f"{base}.{option}")
+    for option, problem in _path_problems(kind, options).items():
+        raise invalid(option, problem)
     read_only = (
         parse_bool(options["mount.readOnly"], key=f"{base}.mount.readOnly")
         if ("mount.readOnly" in options)
@@ -210,3 +212,27 @@ def _warn_unknown_options(base: str, kind: str, options: dict[str, str]) -> None
         close = difflib.get_close_matches(option, known, n=1)
         hint = f"; did you mean {base}.{close[0]}?" if close else f"; {kind} volumes read {', '.join(known)}"
         log.warning("Spark property %s.%s is not used by k8s_backend%s", base, option, hint)
+
+
+def _descending_path_problem(path: str) -> str | None:
+    """The API server's rule for subPath(Expr): a relative path that never climbs out with '..'."""
+    if path.startswith("/"):
+        return "must be a relative path (the API server refuses an absolute one)"
+    if ".." in path.split("/"):
+        return "must not contain '..' (the API server refuses a path that leaves the volume)"
+    return None
+
+
+def _path_problems(kind: str, options: Mapping[str, str]) -> dict[str, str]:
+    """Paths a real API server would refuse, by option name (checked here, before anything is created)."""
+    problems: dict[str, str] = {}
+    for option in ("mount.subPath", "mount.subPathExpr"):
+        problem = _descending_path_problem(options.get(option, ""))
+        if problem is not None:
+            problems[option] = problem
+    path = options.get("options.path", "")
+    if kind == "nfs" and path and not path.startswith("/"):
+        problems["options.path"] = "must be an absolute path on the NFS server"
+    if kind == "hostPath" and ".." in path.split("/"):
+        problems["options.path"] = "must not contain '..'"
+    return problems

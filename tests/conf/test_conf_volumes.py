@@ -260,3 +260,43 @@ def test_labels_on_non_claim_volumes_warn(caplog: pytest.LogCaptureFixture) -> N
         (spec,) = volumes({V + "emptyDir.d.mount.path": "/d", V + "emptyDir.d.label.team": "a"})
     assert dict(spec.labels) == {}
     assert any("emptyDir.d.label.team is not used" in m for m in caplog.messages)
+
+
+@pytest.mark.parametrize(
+    ("extra", "key", "fragment"),
+    [
+        ({"hostPath.d.mount.subPath": "../etc"}, "hostPath.d.mount.subPath", "must not contain '..'"),
+        ({"hostPath.d.mount.subPath": "a/../../b"}, "hostPath.d.mount.subPath", "must not contain '..'"),
+        ({"hostPath.d.mount.subPath": "/etc"}, "hostPath.d.mount.subPath", "must be a relative path"),
+        ({"hostPath.d.mount.subPathExpr": "$(POD)/.."}, "hostPath.d.mount.subPathExpr", "'..'"),
+        ({"hostPath.d.options.path": "/mnt/../etc"}, "hostPath.d.options.path", "must not contain '..'"),
+    ],
+)
+def test_paths_a_real_api_server_refuses_are_config_errors(
+    extra: dict[str, str], key: str, fragment: str
+) -> None:
+    props = {V + "hostPath.d.mount.path": "/data", V + "hostPath.d.options.path": "/mnt/data"}
+    props.update({V + k: v for k, v in extra.items()})
+    with pytest.raises(ConfigError, match=fragment) as caught:
+        volumes(props)
+    assert caught.value.key == V + key
+
+
+def test_an_nfs_path_must_be_absolute() -> None:
+    props = {
+        V + "nfs.share.mount.path": "/share",
+        V + "nfs.share.options.server": "nfs.example.com",
+        V + "nfs.share.options.path": "exports/data",
+    }
+    with pytest.raises(ConfigError, match="must be an absolute path") as caught:
+        volumes(props)
+    assert caught.value.key == V + "nfs.share.options.path"
+    props[V + "nfs.share.options.path"] = "/exports/data"
+    (spec,) = volumes(props)
+    assert spec.path == "/exports/data"
+
+
+def test_a_descending_sub_path_is_accepted() -> None:
+    props = {V + "hostPath.d.mount.path": "/data", V + "hostPath.d.options.path": "/mnt/data"}
+    (spec,) = volumes({**props, V + "hostPath.d.mount.subPath": "a/b..c/./d"})
+    assert spec.mount_sub_path == "a/b..c/./d"
