@@ -22,9 +22,9 @@ class ExecutorFailureTracker:
     """
 
     def __init__(self, clock: Clock, validity_interval: float | None = None) -> None:
-        if validity_interval is not None and validity_interval <= 0:
+        if validity_interval is not None and validity_interval < 0:
             raise ValueError(
-                f"spark.executor.failuresValidityInterval must be positive, got {validity_interval}s"
+                f"spark.executor.failuresValidityInterval must be 0 or more, got {validity_interval}s"
             )
         self._clock = clock
         self._validity_interval = validity_interval

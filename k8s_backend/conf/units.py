@@ -14,6 +14,7 @@ Every parser raises :class:`ConfigError` naming the key, the bad value and what 
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 
@@ -86,7 +87,10 @@ def parse_float(raw: str, *, key: str) -> float:
     text = raw.strip()
     if not _FLOAT.fullmatch(text):
         raise _error(key, raw, "a number", "use a decimal number such as 0.1")
-    return float(text)
+    value = float(text)
+    if math.isinf(value):  # e.g. 1e400: a double cannot hold it
+        raise _error(key, raw, "a finite number", "use a number below 1.8e308")
+    return value
 
 
 def parse_size(raw: str, *, key: str, unit: str = "b") -> int:

@@ -58,6 +58,9 @@ class _Entry:
         self.cancelled = True
 
 
+_LONGEST_WAIT = 3600.0
+
+
 def _run_logged(entry: _Entry) -> None:
     try:
         entry.task()
@@ -148,7 +151,10 @@ class ThreadScheduler(_QueueScheduler):
                     if entry is not None:
                         break
                     when = self._queue.next_time()
-                    self._cond.wait(None if when is None else max(0.0, when - self._clock.now()))
+                    # A task years away (a huge configured interval) waits in bounded steps: a longer
+                    # timeout overflows the lock's wait and would kill the thread.
+                    wait = None if when is None else min(max(0.0, when - self._clock.now()), _LONGEST_WAIT)
+                    self._cond.wait(wait)
                 if self._stopped:
                     return
             assert entry is not None

@@ -142,6 +142,16 @@ def test_failures_expire_once_older_than_the_validity_interval() -> None:
     assert tracker.num_failed == 3
 
 
-def test_a_non_positive_validity_interval_is_rejected_with_its_key() -> None:
+def test_a_zero_validity_interval_forgets_each_failure_once_time_moves_on() -> None:
+    # The key documents 0 as allowed: it must not fail the backend's construction.
+    clock = ManualClock(1.0)
+    tracker = ExecutorFailureTracker(clock, validity_interval=0)
+    tracker.register_failure(2)
+    assert tracker.num_failed == 2  # at the same instant they still count, as in Spark
+    clock.advance(0.001)
+    assert tracker.num_failed == 0
+
+
+def test_a_negative_validity_interval_is_rejected_with_its_key() -> None:
     with pytest.raises(ValueError, match=r"spark\.executor\.failuresValidityInterval"):
-        ExecutorFailureTracker(ManualClock(), validity_interval=0)
+        ExecutorFailureTracker(ManualClock(), validity_interval=-1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from k8s_backend import KubernetesConf
 from k8s_backend.conf import units
 from k8s_backend.errors import ConfigError
 
@@ -162,6 +163,19 @@ def test_bad_floats(raw: str) -> None:
         ConfigError, match=rf"^{KEY}={raw} is not a number: use a decimal number such as 0.1$"
     ):
         units.parse_float(raw, key=KEY)
+
+
+@pytest.mark.parametrize("raw", ["1e400", "-1e309"])
+def test_floats_a_double_cannot_hold_are_refused(raw: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^{KEY}={raw} is not a finite number"):
+        units.parse_float(raw, key=KEY)
+
+
+def test_an_overflowing_overhead_factor_is_a_config_error_naming_its_key() -> None:
+    key = "spark.executor.memoryOverheadFactor"
+    with pytest.raises(ConfigError, match="is not a finite number") as caught:
+        KubernetesConf.from_spark_conf({key: "1e400"})
+    assert caught.value.key == key
 
 
 def test_lists_trim_and_drop_empty_items() -> None:

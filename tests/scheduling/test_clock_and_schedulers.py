@@ -339,3 +339,18 @@ def test_advance_tolerates_a_task_that_moves_the_clock_past_the_target() -> None
     scheduler.schedule(3.0, lambda: clock.advance(0.5))
     scheduler.advance(3.2)
     assert clock.now() == 3.5
+
+
+def test_a_task_years_away_leaves_the_thread_running_other_tasks() -> None:
+    # spark.kubernetes.executor.eventProcessingInterval=100000000000d: a wait that long overflows.
+    scheduler = ThreadScheduler("far", threads=1)
+    ran = threading.Event()
+    try:
+        scheduler.schedule_with_fixed_delay(8.64e15, 8.64e15, lambda: None)
+        scheduler.submit(ran.set)
+        assert ran.wait(60), "the scheduler thread died waiting for a task years away"
+        later = threading.Event()
+        scheduler.submit(later.set)
+        assert later.wait(60)
+    finally:
+        scheduler.shutdown(5)
