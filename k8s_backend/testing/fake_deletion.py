@@ -5,6 +5,8 @@
   Failed) gets ``deletionTimestamp = now + grace`` and stays until :meth:`Deletions.finalize` (what a
   kubelet does once the containers stopped) or until the fake's clock passes that time (:meth:`tick`).
 - Anything else is removed at once; the DELETED event carries the last state, with deletionTimestamp.
+  A pod, as on a real server, first gets ``deletionTimestamp`` and ``deletionGracePeriodSeconds: 0``
+  (a MODIFIED event), then is removed (DELETED).
 - When an object is removed, its dependents (objects whose ownerReferences name its uid) are deleted
   too, in the background style: after the owner. A dependent that still has another live owner only
   loses the reference. Removing a Namespace deletes every object in it.
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 
 from k8s_backend.kube.port import NAMESPACES, PODS, Obj, Resource
-from k8s_backend.testing.fake_errors import api_error, bad_request, not_found
+from k8s_backend.testing.fake_errors import bad_request, not_found
 from k8s_backend.testing.fake_server import FakeServer, rfc3339
 from k8s_backend.testing.fake_store import ObjKey, json_copy, res_key
 
@@ -53,15 +55,14 @@ class Deletions:
         if current is None:
             raise not_found(resource, key[2])
         if grace_period_seconds is not None and grace_period_seconds < 0:
-            raise api_error(
-                422, "Invalid", f"gracePeriodSeconds: Invalid value: {grace_period_seconds}: must be >= 0"
-            )
+            grace_period_seconds = 1  # as the real server: a negative grace period is read as 1 second
         now = self._server.clock.now()
         if current["metadata"].get("deletionTimestamp"):
             self._shorten(resource, key, current, grace_period_seconds, now)
             return
         grace = self._pod_grace(resource, current, grace_period_seconds)
-        if grace == 0 and not current["metadata"].get("finalizers"):
+        is_pod = res_key(resource) == res_key(PODS)
+        if grace == 0 and not current["metadata"].get("finalizers") and not is_pod:
             self._remove(key, current)
             return
         terminating = json_copy(current)
@@ -69,7 +70,11 @@ class Deletions:
         terminating["metadata"]["deletionGracePeriodSeconds"] = grace
         if grace > 0:
             self._pending[key] = now + grace
-        self._server.write(resource, key, terminating, current)
+        written = self._server.write(resource, key, terminating, current)
+        if grace == 0 and self._removable(key, written):
+            # A real server deletes every pod gracefully, even with a grace period of 0: watchers see
+            # MODIFIED (deletionTimestamp, deletionGracePeriodSeconds 0), then DELETED.
+            self._remove(key, written)
 
     def _pod_grace(self, resource: Resource, pod: Obj, requested: int | None) -> int:
         if not self._graceful or res_key(resource) != res_key(PODS):

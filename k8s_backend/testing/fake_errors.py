@@ -99,6 +99,7 @@ INVALID = "Invalid value"
 FORBIDDEN = "Forbidden"
 NOT_SUPPORTED = "Unsupported value"
 DUPLICATE = "Duplicate value"
+TOO_LONG = "Too long"
 
 _CAUSE_REASONS = {
     REQUIRED: "FieldValueRequired",
@@ -106,6 +107,7 @@ _CAUSE_REASONS = {
     FORBIDDEN: "FieldValueForbidden",
     NOT_SUPPORTED: "FieldValueNotSupported",
     DUPLICATE: "FieldValueDuplicate",
+    TOO_LONG: "FieldValueTooLong",
 }
 
 

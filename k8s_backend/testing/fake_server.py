@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from k8s_backend.kube import resource_version as versions
 from k8s_backend.kube.port import NAMESPACES, PODS, Obj, ObjectList, Resource
 from k8s_backend.scheduling import Clock
+from k8s_backend.testing.fake_decode import decode
 from k8s_backend.testing.fake_errors import (
     REQUIRED,
     FieldError,
@@ -125,6 +126,7 @@ class FakeServer:
         if not isinstance(body, dict):
             raise bad_request(f"the body of a create must be a JSON object, got {type(body).__name__}")
         self.check_type(resource, body)
+        body = decode(resource, json_copy(body))
         # apiVersion and kind first, as the server writes them.
         obj = {"apiVersion": resource.api_version, "kind": resource.kind, **json_copy(body)}
         meta = obj.setdefault("metadata", {})
@@ -133,9 +135,8 @@ class FakeServer:
         if resource.namespaced:
             given = meta.get("namespace")
             if namespace and given and given != namespace:
-                raise bad_request(
-                    f"the namespace of the provided object ({given}) does not match the namespace sent on "
-                    f"the request ({namespace})"
+                raise bad_request(  # the real server's words, without the two names
+                    "the namespace of the provided object does not match the namespace sent on the request"
                 )
             meta["namespace"] = namespace or given or "default"
         else:

@@ -13,7 +13,7 @@ from typing import Any
 from k8s_backend.kube.labels import label_key_errors, label_value_errors
 from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, SERVICES, Obj, Resource
 from k8s_backend.kube.quantity import QUANTITY_PATTERN, parse_quantity
-from k8s_backend.testing.fake_errors import DUPLICATE, FORBIDDEN, INVALID, REQUIRED, FieldError
+from k8s_backend.testing.fake_errors import DUPLICATE, FORBIDDEN, INVALID, REQUIRED, TOO_LONG, FieldError
 
 _SUBDOMAIN_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _LABEL_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -78,9 +78,9 @@ def _same(a: Resource, b: Resource) -> bool:
 
 def name_check(resource: Resource) -> NameCheck:
     """The rule object names of this kind follow."""
-    if _same(resource, SERVICES):
-        return dns1035_label_errors
-    if _same(resource, NAMESPACES):
+    # Service names are DNS-1123 labels since RelaxedServiceNameValidation (on by default in 1.37):
+    # "1svc" is accepted, as the real API server showed.
+    if _same(resource, SERVICES) or _same(resource, NAMESPACES):
         return dns1123_label_errors
     return dns1123_subdomain_errors
 
@@ -99,6 +99,7 @@ def validate_object(resource: Resource, obj: Obj) -> list[FieldError]:
         ]
     errors += _validate_string_map(meta.get("labels"), "metadata.labels", check_values=True)
     errors += _validate_string_map(meta.get("annotations"), "metadata.annotations", check_values=False)
+    errors += _validate_annotations_size(meta.get("annotations"))
     errors += _validate_owner_references(meta.get("ownerReferences"))
     if _same(resource, PODS):
         errors += _validate_pod_spec(obj.get("spec"))
@@ -120,6 +121,22 @@ def _validate_string_map(mapping: Any, path: str, *, check_values: bool) -> list
         elif check_values:
             errors += [FieldError(path, INVALID, value, problem) for problem in label_value_errors(value)]
     return errors
+
+
+_TOTAL_ANNOTATION_BYTES = 256 * 1024
+
+
+def _validate_annotations_size(annotations: Any) -> list[FieldError]:
+    if not isinstance(annotations, dict):
+        return []
+    total = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+    if total <= _TOTAL_ANNOTATION_BYTES:
+        return []
+    return [
+        FieldError(
+            "metadata.annotations", TOO_LONG, detail=f"may not be more than {_TOTAL_ANNOTATION_BYTES} bytes"
+        )
+    ]
 
 
 def _validate_owner_references(refs: Any) -> list[FieldError]:
@@ -164,8 +181,13 @@ def _validate_container(container: Any, path: str, seen: set[str]) -> list[Field
         if name in seen:
             errors.append(FieldError(f"{path}.name", DUPLICATE, name))
         seen.add(str(name))
-    if not container.get("image"):
+    image = container.get("image")
+    if not image:
         errors.append(FieldError(f"{path}.image", REQUIRED))
+    elif isinstance(image, str) and image != image.strip():
+        errors.append(
+            FieldError(f"{path}.image", INVALID, image, "must not have leading or trailing whitespace")
+        )
     resources = container.get("resources") or {}
     parsed: dict[str, dict[str, Any]] = {}
     for section in ("limits", "requests"):

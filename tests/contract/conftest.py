@@ -2,8 +2,10 @@
 
 Each entry of :data:`ADAPTERS` builds one adapter and the matching :class:`Control`, the few
 server-side actions a test needs (inject faults, compact history, write pod status, end or bookmark
-watches). Today the only adapter is FakeKubernetes in-process; an HTTP variant (the official client
-against an HTTP server serving a FakeKubernetes) joins by adding an entry.
+watches). The targets: FakeKubernetes in-process (``fake``), the official client over HTTP against the
+embedded ApiServer serving a FakeKubernetes (``http``), and the official client against a real
+kube-apiserver started by ControlPlane (``real``, marked ``real``; skipped without Go). The real
+server is the judge of the other two: a test passing there and failing on a fake is a fake's bug.
 
 Tests use ``api`` only through the KubernetesApi protocol, ``control`` only through :class:`Control`,
 and read watches through ``reader`` (a background thread per stream, so blocking and non-blocking
@@ -20,6 +22,7 @@ import pytest
 from contract_support import Control, FakeControl, StreamReader
 
 from k8s_backend.kube.port import KubernetesApi, WatchStream
+from k8s_backend.local.control_plane import ControlPlane
 from k8s_backend.testing.fake import FakeKubernetes
 
 
@@ -54,14 +57,48 @@ def http_adapter() -> Iterator[tuple[KubernetesApi, Control]]:
             fake.close()
 
 
+@contextlib.contextmanager
+def real_adapter(cp: ControlPlane) -> Iterator[tuple[KubernetesApi, Control]]:
+    """The official-client adapter against the session's real control plane, its namespaces emptied."""
+    from contract_real import RealControl, reset
+
+    from k8s_backend.conf.model import ApiClientConf
+    from k8s_backend.kube.client import OfficialKubernetesApi
+
+    # Through the cluster's kubeconfig (CA data, bearer token), with nothing of the user's environment.
+    environ = {"KUBECONFIG": cp.kubeconfig, "HOME": str(cp.work_dir)}
+    api = OfficialKubernetesApi.from_conf(ApiClientConf(), namespace_default="default", environ=environ)
+    try:
+        reset(api)
+        yield api, RealControl(cp)
+    finally:
+        api.close()
+
+
 ADAPTERS: dict[str, Callable[[], AbstractContextManager[tuple[KubernetesApi, Control]]]] = {
     "fake": fake_adapter,
     "http": http_adapter,
 }
 
 
-@pytest.fixture(params=sorted(ADAPTERS))
+# The first real test may build the control plane (~10 minutes cold): more than the suite's timeout.
+REAL_MARKS = (pytest.mark.real, pytest.mark.timeout(1200))
+
+
+@pytest.fixture(scope="session")
+def real_control_plane() -> Iterator[ControlPlane]:
+    """One real control plane for the session (built, or reused from the cache, on first use)."""
+    from contract_real import start_control_plane
+
+    yield from start_control_plane()
+
+
+@pytest.fixture(params=[*sorted(ADAPTERS), pytest.param("real", marks=REAL_MARKS)])
 def adapter(request: pytest.FixtureRequest) -> Iterator[tuple[KubernetesApi, Control]]:
+    if request.param == "real":
+        with real_adapter(request.getfixturevalue("real_control_plane")) as built:
+            yield built
+        return
     with ADAPTERS[request.param]() as built:
         yield built
 

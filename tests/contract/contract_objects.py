@@ -30,6 +30,17 @@ def config_map(name: str, labels: dict[str, str] | None = None, **metadata: Any)
     }
 
 
+def pod_group(name: str, min_member: int) -> Obj:
+    """A Volcano PodGroup: a custom resource, so apiVersion and kind are required (a real server answers
+    400 "Object 'Kind' is missing" without them; built-in kinds may leave them out)."""
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member},
+    }
+
+
 def owner_ref(owner: Obj) -> Obj:
     return {
         "apiVersion": owner["apiVersion"],

@@ -6,16 +6,24 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from k8s_backend.kube.port import PODS, Obj, Resource, WatchEvent, WatchStream
+from k8s_backend.kube.port import PODS, ForbiddenError, KubernetesApi, Obj, Resource, WatchEvent, WatchStream
 from k8s_backend.testing.fake import FakeKubernetes
 
 EVENT_TIMEOUT = 5.0
+QUIET_PERIOD = 1.0
+"""Without bookmarks on demand, a stream is drained once no event came for this long."""
 
 
 class Control(Protocol):
-    """Server-side actions available to contract tests, whatever the adapter."""
+    """Server-side actions available to contract tests, whatever the adapter.
+
+    A real API server offers only some of them: its Control skips the test at an action it lacks.
+    """
+
+    bookmarks_on_demand: bool
+    """Whether :meth:`send_bookmark` works (else :meth:`StreamReader.drain` waits for quiet)."""
 
     def fail_next(
         self, verb: str, resource: Resource | None = None, *, status: int = 500, count: int = 1
@@ -47,6 +55,8 @@ class Control(Protocol):
 class FakeControl:
     """:class:`Control` over a FakeKubernetes in this process."""
 
+    bookmarks_on_demand = True
+
     def __init__(self, fake: FakeKubernetes) -> None:
         self.fake = fake
 
@@ -75,6 +85,35 @@ class FakeControl:
                     f"expected {count} open watches, the server has {self.fake.open_watches()}"
                 )
             time.sleep(0.01)  # only for adapters that open their watch lazily; the fake never waits here
+
+
+GC_TIMEOUT = 30.0
+"""A real server's garbage collector and namespace controller work asynchronously: seconds, not calls."""
+
+_T = TypeVar("_T")
+
+
+def eventually(probe: Callable[[], _T], expected: _T, timeout: float = GC_TIMEOUT) -> None:
+    """Wait until ``probe()`` returns ``expected``: what a controller does happens some time after the call
+    that triggers it (at once on the fakes, a moment later on a real server)."""
+    deadline = time.monotonic() + timeout
+    while (value := probe()) != expected:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still {value!r} after {timeout} s, expected {expected!r}")
+        time.sleep(0.05)
+
+
+def create_pod_in_new_namespace(api: KubernetesApi, namespace: str, body: Obj) -> Obj:
+    """Create a pod in a namespace just created: a real server refuses pods (403, "error looking up
+    service account") until the controller manager has made the namespace's ``default`` ServiceAccount."""
+    deadline = time.monotonic() + GC_TIMEOUT
+    while True:
+        try:
+            return api.create(PODS, namespace, body)
+        except ForbiddenError as error:
+            if "service account" not in error.message or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 _END = object()
@@ -134,8 +173,14 @@ class StreamReader:
         return events
 
     def drain(self) -> list[WatchEvent]:
-        """Every event delivered so far: a bookmark is requested and events are read up to it."""
+        """Every event delivered so far: a bookmark is requested and events are read up to it.
+
+        A server that sends bookmarks only on its own schedule is read until it has been quiet for
+        :data:`QUIET_PERIOD` (its BOOKMARKs skipped).
+        """
         self._control.wait_for_watches(self._live())
+        if not self._control.bookmarks_on_demand:
+            return self._until_quiet()
         self._control.send_bookmark()
         events: list[WatchEvent] = []
         while True:
@@ -145,6 +190,18 @@ class StreamReader:
             if event.type == "BOOKMARK":
                 return events
             events.append(event)
+
+    def _until_quiet(self) -> list[WatchEvent]:
+        events: list[WatchEvent] = []
+        while True:
+            try:
+                event = self._next(QUIET_PERIOD)
+            except AssertionError:  # nothing for QUIET_PERIOD: everything delivered has been read
+                return events
+            if event is None:
+                raise AssertionError(f"the stream ended while draining, after {events} ({self.error!r})")
+            if event.type != "BOOKMARK":
+                events.append(event)
 
     def wait_end(self, timeout: float = EVENT_TIMEOUT) -> list[WatchEvent]:
         """Read until the stream ends; the events read on the way."""

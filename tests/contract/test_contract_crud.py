@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from contract_objects import NS, config_map, names, pod, rv
+from contract_objects import NS, config_map, names, pod, pod_group, rv
 from contract_support import Control
 
 from k8s_backend.kube.port import (
@@ -83,9 +83,17 @@ def test_missing_objects_are_not_found(api: KubernetesApi) -> None:
         (
             {
                 "metadata": {"name": "p1"},
-                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": "1x"}}}]},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": "-1"}}}]},
             },
             "resources.limits[cpu]: Invalid value",
+        ),
+        (
+            {"metadata": {"name": "p1"}, "spec": {"containers": [{"name": "c", "image": " busybox:1 "}]}},
+            "image: Invalid value",
+        ),
+        (
+            pod("p1", metadata={"name": "p1", "annotations": {"a": "x" * 256 * 1024}}),
+            "metadata.annotations: Too long",
         ),
         (
             {"metadata": {}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
@@ -101,13 +109,67 @@ def test_invalid_objects_are_rejected_with_the_field(api: KubernetesApi, body: O
     assert "is invalid" in caught.value.message
 
 
-def test_service_names_are_dns1035_labels(api: KubernetesApi) -> None:
-    service: Obj = {"metadata": {"name": "1svc"}, "spec": {"ports": [{"port": 80}]}}
-    with pytest.raises(InvalidError, match="DNS-1035"):
+@pytest.mark.parametrize(
+    ("limit", "fragment"),
+    [
+        ("1x", "quantities must match the regular expression"),
+        ("1GB", "quantities must match the regular expression"),
+        ("1K", "unable to parse quantity's suffix"),
+        (True, "quantities must match the regular expression"),
+    ],
+)
+def test_unreadable_quantities_are_bad_requests(api: KubernetesApi, limit: object, fragment: str) -> None:
+    # Not 422: the body cannot even be decoded as a Pod.
+    body = pod("p1")
+    body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": limit}}
+    with pytest.raises(BadRequestError) as caught:
+        api.create(PODS, NS, body)
+    assert caught.value.status == 400
+    assert 'Pod in version "v1" cannot be handled as a Pod' in caught.value.message
+    assert fragment in caught.value.message
+
+
+def test_blanks_around_a_quantity_are_ignored(api: KubernetesApi) -> None:
+    body = pod("p1")
+    body["spec"]["containers"][0]["resources"] = {"limits": {"memory": " 1Gi "}}
+    created = api.create(PODS, NS, body)
+    assert created["spec"]["containers"][0]["resources"]["limits"]["memory"] == "1Gi"
+
+
+def test_service_names_are_dns1123_labels(api: KubernetesApi) -> None:
+    # RelaxedServiceNameValidation (on by default since 1.34): a leading digit is fine, a dot is not.
+    service: Obj = {"metadata": {"name": "svc.1"}, "spec": {"ports": [{"port": 80}]}}
+    with pytest.raises(InvalidError, match="metadata.name: Invalid value"):
         api.create(SERVICES, NS, service)
-    api.create(CONFIG_MAPS, NS, config_map("1cm"))  # fine for a config map
-    service["metadata"]["name"] = "svc-1"
-    assert api.create(SERVICES, NS, service)["metadata"]["name"] == "svc-1"
+    service["metadata"]["name"] = "Svc"
+    with pytest.raises(InvalidError, match="RFC 1123 label"):
+        api.create(SERVICES, NS, service)
+    api.create(CONFIG_MAPS, NS, config_map("1.cm"))  # fine for a config map (a DNS-1123 subdomain)
+    service["metadata"]["name"] = "1svc"
+    assert api.create(SERVICES, NS, service)["metadata"]["name"] == "1svc"
+
+
+def test_a_body_for_another_namespace_is_a_bad_request(api: KubernetesApi) -> None:
+    body = pod("p1")
+    body["metadata"]["namespace"] = "other"
+    with pytest.raises(BadRequestError) as caught:
+        api.create(PODS, NS, body)
+    assert caught.value.message == (
+        "the namespace of the provided object does not match the namespace sent on the request"
+    )
+
+
+def test_custom_resources_need_their_kind_and_api_version(api: KubernetesApi) -> None:
+    group = pod_group("g", 1)
+    del group["kind"]
+    with pytest.raises(BadRequestError, match="Object 'Kind' is missing"):
+        api.create(POD_GROUPS, NS, group)
+    group = pod_group("g", 1)
+    del group["apiVersion"]
+    with pytest.raises(BadRequestError, match="does not match the expected API version"):
+        api.create(POD_GROUPS, NS, group)
+    created = api.create(PODS, NS, {"metadata": {"name": "p"}, "spec": pod("p")["spec"]})
+    assert (created["apiVersion"], created["kind"]) == ("v1", "Pod")  # built-in kinds may leave them out
 
 
 def test_list_filters_by_label_selector_and_reports_the_collection_version(api: KubernetesApi) -> None:
@@ -175,8 +237,7 @@ def test_other_kinds_are_stored_too(api: KubernetesApi) -> None:
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     }
     api.create(PVCS, NS, claim)
-    group = {"metadata": {"name": "gang-1"}, "spec": {"minMember": 3}}
-    created = api.create(POD_GROUPS, NS, group)
+    created = api.create(POD_GROUPS, NS, pod_group("gang-1", 3))
     assert created["apiVersion"] == "scheduling.volcano.sh/v1beta1"
     assert created["kind"] == "PodGroup"
     assert api.get(POD_GROUPS, NS, "gang-1")["spec"] == {"minMember": 3}

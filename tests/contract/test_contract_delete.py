@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 from contract_objects import NS, config_map, names, owner_ref, pod, rv
-from contract_support import Control, StreamReader
+from contract_support import Control, StreamReader, create_pod_in_new_namespace, eventually
 
 from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, KubernetesApi, NotFoundError, WatchStream
 
@@ -19,16 +19,33 @@ def test_delete_removes_and_emits_deleted_with_the_last_state(api: KubernetesApi
     api.delete(PODS, NS, "p")
     with pytest.raises(NotFoundError):
         api.get(PODS, NS, "p")
-    (event,) = stream.take(1)
-    assert event.type == "DELETED"
-    assert event.object["metadata"]["labels"] == {"a": "1"}
-    assert rv(event.object) > rv(created)
+    # Pods are always deleted gracefully: first deletionTimestamp with a grace period of 0 (MODIFIED),
+    # then the removal (DELETED), each at its own resourceVersion.
+    terminating, deleted = stream.take(2)
+    assert terminating.type == "MODIFIED"
+    assert terminating.object["metadata"]["deletionTimestamp"]
+    assert terminating.object["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert deleted.type == "DELETED"
+    assert deleted.object["metadata"]["labels"] == {"a": "1"}
+    assert deleted.object["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert rv(created) < rv(terminating.object) < rv(deleted.object)
     assert api.list(PODS, NS).items == []
 
 
-def test_delete_with_zero_grace_period(api: KubernetesApi) -> None:
+def test_other_kinds_are_deleted_with_a_single_event(api: KubernetesApi, reader: Reader) -> None:
+    created = api.create(CONFIG_MAPS, NS, config_map("c"))
+    stream = reader(api.watch(CONFIG_MAPS, NS, resource_version=created["metadata"]["resourceVersion"]))
+    api.delete(CONFIG_MAPS, NS, "c")
+    (event,) = stream.take(1)
+    assert event.type == "DELETED"
+    assert stream.drain() == []
+
+
+@pytest.mark.parametrize("grace", [0, -1])
+def test_delete_with_zero_or_negative_grace_period(api: KubernetesApi, grace: int) -> None:
+    # A negative grace period is not an error: the server reads it as 1 s (0 for an unscheduled pod).
     api.create(PODS, NS, pod("p"))
-    api.delete(PODS, NS, "p", grace_period_seconds=0)
+    api.delete(PODS, NS, "p", grace_period_seconds=grace)
     with pytest.raises(NotFoundError):
         api.get(PODS, NS, "p")
 
@@ -74,14 +91,16 @@ def test_deleting_an_owner_deletes_its_dependents(api: KubernetesApi) -> None:
     api.create(PODS, NS, executor)
     api.create(CONFIG_MAPS, NS, config_map("unowned"))
     api.delete(PODS, NS, "driver")
-    assert names(api.list(PODS, NS).items) == []
-    assert names(api.list(CONFIG_MAPS, NS).items) == ["unowned"]
+    # The real garbage collector deletes dependents in the background, shortly after their owner.
+    eventually(lambda: names(api.list(PODS, NS).items), [])
+    eventually(lambda: names(api.list(CONFIG_MAPS, NS).items), ["unowned"])
 
 
 def test_deleting_a_namespace_deletes_its_objects(api: KubernetesApi) -> None:
     api.create(NAMESPACES, None, {"metadata": {"name": "doomed"}})
-    api.create(PODS, "doomed", pod("p"))
+    create_pod_in_new_namespace(api, "doomed", pod("p"))
     api.create(PODS, NS, pod("survivor"))
     api.delete(NAMESPACES, None, "doomed")
-    assert api.list(PODS, "doomed").items == []
+    # The real namespace controller empties a Terminating namespace in the background.
+    eventually(lambda: api.list(PODS, "doomed").items, [])
     assert names(api.list(PODS, NS).items) == ["survivor"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from contract_objects import NS, config_map, pod, rv
+from contract_objects import NS, config_map, pod, pod_group, rv
 from contract_support import StreamReader
 
 from k8s_backend.kube.port import (
@@ -129,7 +129,7 @@ def test_pod_spec_is_immutable_apart_from_images(api: KubernetesApi) -> None:
 
 
 def test_custom_resources_take_merge_but_not_strategic_patches(api: KubernetesApi) -> None:
-    api.create(POD_GROUPS, NS, {"metadata": {"name": "g"}, "spec": {"minMember": 1}})
+    api.create(POD_GROUPS, NS, pod_group("g", 1))
     assert api.patch(POD_GROUPS, NS, "g", {"metadata": {"labels": {"a": "1"}}})["metadata"]["labels"] == {
         "a": "1"
     }

@@ -21,10 +21,11 @@ def test_watch_from_a_list_version_sees_only_later_events(api: KubernetesApi, re
     api.create(PODS, NS, pod("p1"))
     api.patch(PODS, NS, "p1", {"metadata": {"labels": {"step": "2"}}})
     api.delete(PODS, NS, "p1")
-    events = stream.take(3)
+    events = stream.take(4)
     assert [(e.type, e.object["metadata"]["name"]) for e in events] == [
         ("ADDED", "p1"),
         ("MODIFIED", "p1"),
+        ("MODIFIED", "p1"),  # the deletion sets deletionTimestamp first
         ("DELETED", "p1"),
     ]
     versions = [rv(e.object) for e in events]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, ApiError, BadRequestError, NotFoundError, Obj
+from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, BadRequestError, NotFoundError, Obj
 from k8s_backend.scheduling import ManualClock, SystemClock
 from k8s_backend.testing import FakeKubernetes
 
@@ -129,7 +129,10 @@ def test_without_graceful_deletion_pods_go_at_once_with_a_deletion_timestamp(clo
     created = fake.create(PODS, "ns", pod("p", grace=30))
     fake.delete(PODS, "ns", "p")
     assert fake.objects(PODS) == []
-    (event,) = fake.watch(PODS, "ns", resource_version=created["metadata"]["resourceVersion"])
+    # As a real API server: MODIFIED with deletionTimestamp and a grace period of 0, then DELETED.
+    terminating, event = fake.watch(PODS, "ns", resource_version=created["metadata"]["resourceVersion"])
+    assert terminating.type == "MODIFIED"
+    assert terminating.object["metadata"]["deletionGracePeriodSeconds"] == 0
     assert event.type == "DELETED"
     assert event.object["metadata"]["deletionTimestamp"] == "2023-11-14T22:13:20Z"
 
@@ -243,8 +246,8 @@ def test_delete_collection_spans_namespaces_when_none_is_given(fake: FakeKuberne
     assert [c["metadata"]["name"] for c in fake.objects(CONFIG_MAPS)] == ["d"]
 
 
-def test_negative_grace_periods_are_rejected(fake: FakeKubernetes) -> None:
+def test_negative_grace_periods_are_read_as_one_second(fake: FakeKubernetes) -> None:
+    # As a real API server (v1.37.2): no error, the pod gets deletionGracePeriodSeconds 1.
     fake.create(PODS, "ns", pod("p"))
-    with pytest.raises(ApiError, match="gracePeriodSeconds") as caught:
-        fake.delete(PODS, "ns", "p", grace_period_seconds=-1)
-    assert caught.value.status == 422
+    fake.delete(PODS, "ns", "p", grace_period_seconds=-1)
+    assert fake.get(PODS, "ns", "p")["metadata"]["deletionGracePeriodSeconds"] == 1

@@ -46,10 +46,11 @@ def test_watch_streams_changes_after_a_resource_version(api: OfficialKubernetesA
     api.create(PODS, "default", pod("a", app="x"))
     api.patch(PODS, "default", "a", {"metadata": {"labels": {"v": "2"}}})
     api.delete(PODS, "default", "a")
-    events = collect(stream, 3)
+    events = collect(stream, 4)
     assert [(e.type, e.object["metadata"]["name"]) for e in events] == [
         ("ADDED", "a"),
         ("MODIFIED", "a"),
+        ("MODIFIED", "a"),  # deletionTimestamp first, as a real API server does for every pod
         ("DELETED", "a"),
     ]
     assert events[0].object["kind"] == "Pod"

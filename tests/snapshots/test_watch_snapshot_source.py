@@ -116,13 +116,19 @@ def test_added_modified_and_deleted_events_become_store_updates(world: World) ->
     world.source.run_once()  # list: 1 pending, 2 running
     world.set_running(first)  # MODIFIED
     world.create(3)  # ADDED
-    world.fake.delete(PODS, NS, second)  # DELETED, still Running in its last state
+    # MODIFIED (deletionTimestamp, as a real API server sends first), then DELETED, still Running.
+    world.fake.delete(PODS, NS, second)
     world.source.run_once()
     world.store.notify_subscribers()
     world.scheduler.run_until_idle()
     assert world.phases() == {1: PodPhase.RUNNING, 2: PodPhase.DELETED, 3: PodPhase.PENDING}
-    assert world.delivered()[-3:] == [(1, PodPhase.RUNNING), (3, PodPhase.PENDING), (2, PodPhase.DELETED)]
-    assert world.source.events == 3
+    assert world.delivered()[-4:] == [
+        (1, PodPhase.RUNNING),
+        (3, PodPhase.PENDING),
+        (2, PodPhase.RUNNING),
+        (2, PodPhase.DELETED),
+    ]
+    assert world.source.events == 4
     assert world.reads() == ["list", "watch", "watch"]
 
 
