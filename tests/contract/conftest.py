@@ -26,6 +26,23 @@ from k8s_backend.local.control_plane import ControlPlane
 from k8s_backend.testing.fake import FakeKubernetes
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "fake_differs(reason): the real API server does this and the fakes do not (yet)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``@pytest.mark.fake_differs(reason)``: a behaviour the real server has and the fakes do not yet
+    (a known difference): strict xfail on the fake targets, so fixing the fake turns it into a failure
+    that asks for the mark to go."""
+    for item in items:
+        mark = item.get_closest_marker("fake_differs")
+        callspec = getattr(item, "callspec", None)
+        if mark is not None and callspec is not None and callspec.params.get("adapter") != "real":
+            item.add_marker(pytest.mark.xfail(reason=f"known fake difference: {mark.args[0]}", strict=True))
+
+
 @contextlib.contextmanager
 def fake_adapter() -> Iterator[tuple[KubernetesApi, Control]]:
     fake = FakeKubernetes()

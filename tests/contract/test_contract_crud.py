@@ -257,3 +257,49 @@ def test_injected_errors_reach_the_caller_once(api: KubernetesApi, control: Cont
     api.create(PODS, NS, pod("b"))  # another kind is not affected
     with pytest.raises(ForbiddenError):
         api.create(CONFIG_MAPS, NS, config_map("c"))
+
+
+@pytest.mark.fake_differs("the fakes store quantities as sent and do not default requests from limits")
+def test_quantities_are_canonical_and_requests_default_to_limits(api: KubernetesApi) -> None:
+    body = pod("p1")
+    body["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "1000m", "memory": "1024Mi"},
+        "requests": {"cpu": "0.5"},
+    }
+    created = api.create(PODS, NS, body)
+    assert created["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "1", "memory": "1Gi"},
+        "requests": {"cpu": "500m", "memory": "1Gi"},
+    }
+    assert created["status"]["qosClass"] == "Burstable"
+
+
+@pytest.mark.fake_differs(
+    "the fakes do not fill a pod's defaults (restartPolicy, dnsPolicy, imagePullPolicy, ...)"
+)
+def test_pod_defaults_are_filled_in(api: KubernetesApi) -> None:
+    created = api.create(PODS, NS, pod("p1"))
+    spec = created["spec"]
+    assert (spec["restartPolicy"], spec["dnsPolicy"], spec["schedulerName"]) == (
+        "Always",
+        "ClusterFirst",
+        "default-scheduler",
+    )
+    assert spec["terminationGracePeriodSeconds"] == 30
+    assert spec["serviceAccountName"] == "default"  # the ServiceAccount admission plugin
+    container = spec["containers"][0]
+    assert container["imagePullPolicy"] == "IfNotPresent"  # tagged busybox:1; untagged or :latest is Always
+    assert container["terminationMessagePath"] == "/dev/termination-log"
+
+
+@pytest.mark.fake_differs("the fakes keep empty maps; the real server omits them (omitempty)")
+def test_empty_labels_are_omitted(api: KubernetesApi) -> None:
+    created = api.create(PODS, NS, pod("p1", {}))
+    assert "labels" not in created["metadata"]
+
+
+@pytest.mark.fake_differs("the fakes create objects in namespaces that do not exist")
+def test_creating_in_a_namespace_that_does_not_exist_is_not_found(api: KubernetesApi) -> None:
+    with pytest.raises(NotFoundError) as caught:
+        api.create(CONFIG_MAPS, "no-such-namespace", config_map("c"))
+    assert caught.value.message == 'namespaces "no-such-namespace" not found'

@@ -23,6 +23,7 @@ from k8s_backend.local.control_plane import (
     ControlPlane,
     ControlPlaneBinaries,
     ControlPlaneBuilder,
+    ControlPlaneError,
 )
 from k8s_backend.local.control_plane.build import ETCD_VERSION, KUBERNETES_VERSION, find_go
 from k8s_backend.local.control_plane.runner import remove_stale_work_dirs
@@ -296,3 +297,13 @@ def test_the_build_command_reports_where_the_binaries_are(binaries: ControlPlane
     ).stdout
     assert f"kube-apiserver: {binaries.kube_apiserver}" in out
     assert f"etcd: {binaries.etcd}" in out
+
+
+def test_a_failed_start_raises_with_the_end_of_the_failing_log(binaries: ControlPlaneBinaries) -> None:
+    plane = ControlPlane(binaries, scheduler=False, controllers=("no-such-controller",))
+    with pytest.raises(ControlPlaneError) as caught:
+        plane.start()
+    message = str(caught.value)
+    assert "kube-controller-manager exited" in message
+    assert "no-such-controller" in message  # from its log
+    assert not [p for p in plane.processes if p.alive()]
