@@ -6,29 +6,26 @@ wrong, for the caller to put in a :class:`ConfigError` that also names the Spark
 
 from __future__ import annotations
 
-import re
+from k8s_backend.kube import names
+from k8s_backend.kube.labels import label_key_errors, label_value_errors
 
-DNS_LABEL_MAX = 63
-DNS_SUBDOMAIN_MAX = 253
-LABEL_VALUE_MAX = 63
+# Whether a text is valid is decided by the API server's rules (kube/names.py, kube/labels.py); only the
+# phrasing is this module's, so a conf check cannot accept what the API server refuses, or the reverse.
+DNS_LABEL_MAX = names.DNS1123_LABEL_MAX_LENGTH
+DNS_SUBDOMAIN_MAX = names.DNS1123_SUBDOMAIN_MAX_LENGTH
+LABEL_VALUE_MAX = names.LABEL_VALUE_MAX_LENGTH
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_LABEL_RE = re.compile(_DNS_LABEL)
-_DNS_SUBDOMAIN_RE = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
-_LABEL_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_SECRET_KEY_RE = re.compile(r"[-._a-zA-Z0-9]+")
-
-# Spark's rule for spark.executorEnv.* names (KubernetesExecutorConf.checkExecutorEnvKey), which is
-# also the Kubernetes rule for container environment variable names.
-ENV_NAME_PATTERN = "[-._a-zA-Z][-._a-zA-Z0-9]*"
-_ENV_NAME_RE = re.compile(ENV_NAME_PATTERN)
+# The regex of Spark's rule for spark.executorEnv.* names (KubernetesExecutorConf.checkExecutorEnvKey),
+# which is also the regex of the Kubernetes rule; is_env_name also refuses '.', '..' and '..x', as the
+# API server's strict rule (IsEnvVarName) does.
+ENV_NAME_PATTERN = names.ENV_VAR_NAME_PATTERN
 
 
 def dns_label_problem(text: str) -> str | None:
     """RFC 1123 label: lower-case alphanumerics and '-', alphanumeric at both ends, at most 63."""
     if len(text) > DNS_LABEL_MAX:
         return f"must be at most {DNS_LABEL_MAX} characters (it has {len(text)})"
-    if not _DNS_LABEL_RE.fullmatch(text):
+    if not names.is_dns1123_label(text):
         return (
             "must be a DNS-1123 label: lower-case letters, digits and '-', "
             "starting and ending with a letter or digit"
@@ -40,7 +37,8 @@ def dns_subdomain_problem(text: str, max_length: int = DNS_SUBDOMAIN_MAX) -> str
     """RFC 1123 subdomain: dot-separated DNS labels, at most ``max_length`` characters."""
     if len(text) > max_length:
         return f"must be at most {max_length} characters (it has {len(text)})"
-    if not _DNS_SUBDOMAIN_RE.fullmatch(text):
+    # The pattern alone: max_length may be tighter than the server's 253 (a pod name prefix).
+    if not names.full_match(names.DNS1123_SUBDOMAIN_PATTERN, text):
         return (
             "must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', "
             "each dot-separated part starting and ending with a letter or digit"
@@ -50,6 +48,8 @@ def dns_subdomain_problem(text: str, max_length: int = DNS_SUBDOMAIN_MAX) -> str
 
 def label_key_problem(key: str) -> str | None:
     """A label (or annotation) key: an optional DNS subdomain prefix and '/', then a name of <= 63."""
+    if not label_key_errors(key):
+        return None
     prefix, slash, name = key.rpartition("/")
     if slash:
         if not prefix:
@@ -59,36 +59,36 @@ def label_key_problem(key: str) -> str | None:
             return f"has a prefix that {problem}"
     if not name:
         return "must have a name (after the optional 'prefix/')"
-    if len(name) > DNS_LABEL_MAX:
-        return f"must have a name of at most {DNS_LABEL_MAX} characters (it has {len(name)})"
-    if not _LABEL_NAME_RE.fullmatch(name):
-        return (
-            "must have a name of letters, digits, '-', '_' and '.', "
-            "starting and ending with a letter or digit"
-        )
-    return None
+    limit = names.QUALIFIED_NAME_MAX_LENGTH
+    if len(name) > limit:
+        return f"must have a name of at most {limit} characters (it has {len(name)})"
+    return (
+        "must have a name of letters, digits, '-', '_' and '.', "
+        "starting and ending with a letter or digit"
+    )
 
 
 def label_value_problem(value: str) -> str | None:
     """A label value: empty, or at most 63 letters, digits, '-', '_' and '.', alphanumeric at both ends."""
-    if value == "":
+    if not label_value_errors(value):
         return None
     if len(value) > LABEL_VALUE_MAX:
         return f"must be at most {LABEL_VALUE_MAX} characters (it has {len(value)})"
-    if not _LABEL_NAME_RE.fullmatch(value):
-        return "must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
-    return None
+    return "must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
 
 
 def is_env_name(name: str) -> bool:
-    """Whether ``name`` is a valid container environment variable name."""
-    return _ENV_NAME_RE.fullmatch(name) is not None
+    """Whether ``name`` is a valid container environment variable name (the strict Kubernetes rule)."""
+    return names.is_env_var_name(name)
 
 
 def secret_key_problem(key: str) -> str | None:
-    """A key inside a Secret: letters, digits, '-', '_' and '.', at most 253 characters."""
-    if len(key) > DNS_SUBDOMAIN_MAX:
-        return f"must be at most {DNS_SUBDOMAIN_MAX} characters"
-    if not _SECRET_KEY_RE.fullmatch(key):
+    """A key inside a Secret: letters, digits, '-', '_' and '.', at most 253 characters, not '.', '..'
+    nor starting with '..' (the key becomes a file name when the Secret is mounted)."""
+    if names.is_config_key(key):
+        return None
+    if len(key) > names.CONFIG_KEY_MAX_LENGTH:
+        return f"must be at most {names.CONFIG_KEY_MAX_LENGTH} characters"
+    if not names.full_match(names.CONFIG_KEY_PATTERN, key):
         return "must be letters, digits, '-', '_' and '.'"
-    return None
+    return "must not be '.' or '..', nor start with '..'"

@@ -8,8 +8,21 @@ same constants the pod builder writes, so that a selector and the pod it should 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
+
+from k8s_backend.kube.names import (
+    EMPTY_ERROR,
+    LABEL_VALUE_ERROR,
+    LABEL_VALUE_MAX_LENGTH,
+    LABEL_VALUE_PATTERN,
+    QUALIFIED_NAME_ERROR,
+    QUALIFIED_NAME_MAX_LENGTH,
+    QUALIFIED_NAME_PATTERN,
+    dns1123_subdomain_errors,
+    full_match,
+    max_len_error,
+    regex_error,
+)
 
 # Labels Spark puts on the objects of an application.
 SPARK_APP_ID_LABEL = "spark-app-selector"
@@ -58,44 +71,44 @@ def role_selector(role: str, app_id: str | None = None) -> str:
 
 
 # --- what the API server accepts as label keys and values ------------------------------------------
-
-_NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_NAME_RULE = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName', 'my.name' or '123-abc')"
-)
+# The rules are apimachinery's IsQualifiedName and IsValidLabelValue, built from the patterns and
+# phrases of kube/names.py (the prefix of a key is a DNS-1123 subdomain).
 
 
 def label_key_errors(key: str) -> list[str]:
-    """Why ``key`` is not a valid label (or annotation) key; empty when it is valid."""
-    prefix, slash, name = key.rpartition("/")
+    """Why ``key`` is not a valid label (or annotation) key, in the server's words; empty when valid."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [
+            "a qualified name "
+            + regex_error(QUALIFIED_NAME_ERROR, QUALIFIED_NAME_PATTERN, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
     problems: list[str] = []
-    if slash and not prefix:
-        problems.append("prefix part must be non-empty")
-    elif prefix:
-        if len(prefix) > 253:
-            problems.append("prefix part must be no more than 253 characters")
-        if not _DNS1123_SUBDOMAIN.match(prefix):
-            problems.append(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character"
-            )
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append(f"prefix part {EMPTY_ERROR}")
+        else:
+            problems += [f"prefix part {problem}" for problem in dns1123_subdomain_errors(prefix)]
+    name = parts[-1]
     if not name:
-        problems.append("name part must be non-empty")
-    else:
-        if len(name) > 63:
-            problems.append("name part must be no more than 63 characters")
-        if not _NAME_PART.match(name):
-            problems.append(f"name part {_NAME_RULE}")
+        problems.append(f"name part {EMPTY_ERROR}")
+    elif len(name) > QUALIFIED_NAME_MAX_LENGTH:
+        problems.append(f"name part {max_len_error(QUALIFIED_NAME_MAX_LENGTH)}")
+    if not full_match(QUALIFIED_NAME_PATTERN, name):
+        problems.append(
+            "name part "
+            + regex_error(QUALIFIED_NAME_ERROR, QUALIFIED_NAME_PATTERN, "MyName", "my.name", "123-abc")
+        )
     return problems
 
 
 def label_value_errors(value: str) -> list[str]:
-    """Why ``value`` is not a valid label value; empty when it is valid (the empty string is valid)."""
+    """Why ``value`` is not a valid label value, in the server's words; empty when valid (so is '')."""
     problems: list[str] = []
-    if len(value) > 63:
-        problems.append("must be no more than 63 characters")
-    if value and not _NAME_PART.match(value):
-        problems.append(f"a valid label {_NAME_RULE}")
+    if len(value) > LABEL_VALUE_MAX_LENGTH:
+        problems.append(max_len_error(LABEL_VALUE_MAX_LENGTH))
+    if not full_match(LABEL_VALUE_PATTERN, value):
+        problems.append(regex_error(LABEL_VALUE_ERROR, LABEL_VALUE_PATTERN, "MyValue", "my_value", "12345"))
     return problems

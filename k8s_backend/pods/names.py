@@ -11,8 +11,8 @@ import secrets
 import uuid
 from collections.abc import Callable
 
-from k8s_backend.conf.syntax import dns_label_problem, dns_subdomain_problem
 from k8s_backend.errors import ConfigError
+from k8s_backend.kube import names as kube_names
 from k8s_backend.pods.constants import (
     APP_ID_PLACEHOLDER,
     DNS_LABEL_MAX_LENGTH,
@@ -28,12 +28,12 @@ POD_NAME_PREFIX_KEY = "spark.kubernetes.executor.podNamePrefix"
 
 def is_dns1123_label(value: str) -> bool:
     """A DNS-1123 label: lowercase alphanumerics and '-', alphanumeric at both ends, at most 63 chars."""
-    return dns_label_problem(value) is None
+    return kube_names.is_dns1123_label(value)
 
 
 def is_dns1123_subdomain(value: str) -> bool:
     """A DNS-1123 subdomain: dot-separated labels, at most 253 characters (what pod names must be)."""
-    return dns_subdomain_problem(value, DNS_SUBDOMAIN_MAX_LENGTH) is None
+    return kube_names.is_dns1123_subdomain(value)
 
 
 def validate_pod_name_prefix(prefix: str) -> str:

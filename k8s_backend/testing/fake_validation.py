@@ -6,70 +6,17 @@ answers with the server's wording so tests read like logs from a real cluster.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from k8s_backend.kube.labels import label_key_errors, label_value_errors
+from k8s_backend.kube.names import config_key_errors, dns1123_label_errors, dns1123_subdomain_errors
 from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, SERVICES, Obj, Resource
 from k8s_backend.kube.quantity import QUANTITY_PATTERN, parse_quantity
 from k8s_backend.testing.fake_errors import DUPLICATE, FORBIDDEN, INVALID, REQUIRED, TOO_LONG, FieldError
 
-_SUBDOMAIN_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_LABEL_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_PATTERN = r"[a-z]([-a-z0-9]*[a-z0-9])?"
-_CONFIG_KEY_PATTERN = r"[-._a-zA-Z0-9]+"
-
-
-def _full(pattern: str) -> re.Pattern[str]:
-    return re.compile(f"^(?:{pattern})$")
-
-
-_SUBDOMAIN = _full(_SUBDOMAIN_PATTERN)
-_LABEL = _full(_LABEL_PATTERN)
-_DNS1035 = _full(_DNS1035_PATTERN)
-_CONFIG_KEY = _full(_CONFIG_KEY_PATTERN)
-
+# The name rules (patterns, limits, the server's messages) live in kube/names.py.
 NameCheck = Callable[[str], list[str]]
-
-
-def dns1123_subdomain_errors(name: str) -> list[str]:
-    problems = []
-    if len(name) > 253:
-        problems.append("must be no more than 253 characters")
-    if not _SUBDOMAIN.match(name):
-        problems.append(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-            "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-            f"validation is '{_SUBDOMAIN_PATTERN}')"
-        )
-    return problems
-
-
-def dns1123_label_errors(name: str) -> list[str]:
-    problems = []
-    if len(name) > 63:
-        problems.append("must be no more than 63 characters")
-    if not _LABEL.match(name):
-        problems.append(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-            "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-            f"validation is '{_LABEL_PATTERN}')"
-        )
-    return problems
-
-
-def dns1035_label_errors(name: str) -> list[str]:
-    problems = []
-    if len(name) > 63:
-        problems.append("must be no more than 63 characters")
-    if not _DNS1035.match(name):
-        problems.append(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-            f"regex used for validation is '{_DNS1035_PATTERN}')"
-        )
-    return problems
 
 
 def _same(a: Resource, b: Resource) -> bool:
@@ -239,17 +186,7 @@ def _validate_config_map(obj: Obj) -> list[FieldError]:
             errors.append(FieldError(section, INVALID, str(values), "must be a map of strings to strings"))
             continue
         for key, value in values.items():
-            if len(key) > 253 or not _CONFIG_KEY.match(key):
-                errors.append(
-                    FieldError(
-                        f"{section}[{key}]",
-                        INVALID,
-                        key,
-                        f"a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
-                        f"(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
-                        f"'{_CONFIG_KEY_PATTERN}')",
-                    )
-                )
+            errors += [FieldError(f"{section}[{key}]", INVALID, key, p) for p in config_key_errors(key)]
             if key in keys:
                 errors.append(FieldError(f"{section}[{key}]", DUPLICATE, key))
             keys.add(key)
