@@ -20,9 +20,20 @@ from k8s_backend.conf.spec import (
 # Pod names are <prefix>-exec-<id>: 253 minus "-exec-" (6) minus 10 digits leaves 237.
 POD_NAME_PREFIX_MAX = 237
 
+
+
+def _pod_name_prefix_problem(text: str) -> str | None:
+    problem = syntax.dns_subdomain_problem(text, POD_NAME_PREFIX_MAX)
+    if problem is None and "." in text:
+        # Spark allows dots, but executor hostnames come from the pod name with dots turned into '_',
+        # which the API server refuses: every executor create would fail.
+        return "must not contain '.': executor hostnames are derived from it and must be DNS-1123 labels"
+    return problem
+
+
 _POD_NAME_PREFIX = syntax_rule(
-    lambda text: syntax.dns_subdomain_problem(text, POD_NAME_PREFIX_MAX),
-    f"must be a DNS-1123 subdomain of at most {POD_NAME_PREFIX_MAX} characters",
+    _pod_name_prefix_problem,
+    f"must be a DNS-1123 label-like name (letters, digits, '-') of at most {POD_NAME_PREFIX_MAX} characters",
 )
 _BLOCK_MANAGER_PORT = Check.that(lambda v: v == 0 or 1024 <= v <= 65535, "must be 0 or in 1024-65535")
 

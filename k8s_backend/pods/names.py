@@ -46,6 +46,17 @@ def validate_pod_name_prefix(prefix: str) -> str:
             key=POD_NAME_PREFIX_KEY,
             value=prefix,
         )
+    # Spark accepts dots here, but the hostname of every executor pod is derived from its name with
+    # dots turned into '_', which no API server accepts: refuse it now rather than fail every create.
+    hostname = executor_hostname(f"{prefix}-exec-1")
+    if not is_dns1123_label(hostname):
+        raise ConfigError(
+            f"{POD_NAME_PREFIX_KEY}={prefix!r} is invalid: executor hostnames are derived from it "
+            f"({hostname!r} for executor 1) and must be DNS-1123 labels; use lowercase letters, digits "
+            "and '-' only (no '.')",
+            key=POD_NAME_PREFIX_KEY,
+            value=prefix,
+        )
     return prefix
 
 

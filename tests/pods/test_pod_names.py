@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from k8s_backend import KubernetesConf
 from k8s_backend.errors import ConfigError
 from k8s_backend.pods.java_opts import split_command_string
 from k8s_backend.pods.names import (
@@ -95,7 +96,20 @@ def test_invalid_pod_name_prefixes(invalid: str) -> None:  # SPARK-35460
 
 def test_valid_pod_name_prefix() -> None:
     assert validate_pod_name_prefix("a" * 237) == "a" * 237
-    assert validate_pod_name_prefix("my.app-1") == "my.app-1"
+    assert validate_pod_name_prefix("my-app-1") == "my-app-1"
+
+
+@pytest.mark.parametrize("prefix", ["a.b", "my.app-1"])
+def test_a_prefix_whose_hostnames_no_api_server_accepts_is_refused_up_front(prefix: str) -> None:
+    with pytest.raises(ConfigError, match=r"executor hostnames are derived from it \('.*_.*-exec-1'") as err:
+        validate_pod_name_prefix(prefix)
+    assert err.value.key == "spark.kubernetes.executor.podNamePrefix"
+
+
+def test_a_dotted_prefix_fails_the_configuration_not_every_pod() -> None:
+    with pytest.raises(ConfigError, match="must not contain '.': executor hostnames") as err:
+        KubernetesConf.from_spark_conf({"spark.kubernetes.executor.podNamePrefix": "a.b"})
+    assert err.value.key == "spark.kubernetes.executor.podNamePrefix"
 
 
 def test_substitute_ids() -> None:
