@@ -13,11 +13,14 @@ from __future__ import annotations
 import os
 import runpy
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import FrameType
 from typing import Protocol
 
 from k8s_backend.cli.cluster_api import Connector, Permission, official_connection, preflight
@@ -96,11 +99,60 @@ def run_client(
     properties = driver_properties(sub)
     app = in_process_path(sub.app)
     py_files = split_list(properties.get("spark.submit.pyFiles", ""))
-    runtime.prepare(sub.master, properties)
+    with _termination_raises(console):
+        runtime.prepare(sub.master, properties)
+        try:
+            return run_script(app, sub.app_args, py_files, console)
+        finally:
+            with _signals_held():  # the cleanup that removes the executors must not be cut short
+                runtime.stop()
+
+
+# What a scheduler, CI runner or `timeout` sends to stop a job: each ends the script as Ctrl-C does, so
+# the SparkContext is stopped and its executor pods are deleted instead of left behind.
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(BaseException):
+    """The driver process was told to stop by a signal; raised in the script's thread."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextmanager
+def _termination_raises(console: Console) -> Iterator[None]:
+    """While the driver runs here, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can take signals (an embedding program keeps its own handlers)
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        console.info(f"k8s-backend: {signal.Signals(signum).name} received; stopping the application")
+        raise Terminated(signum)
+
+    previous = {sig: signal.signal(sig, terminate) for sig in TERMINATING_SIGNALS}
     try:
-        return run_script(app, sub.app_args, py_files, console)
+        yield
     finally:
-        runtime.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ignore SIGTERM, SIGHUP and SIGINT while the cleanup runs (a second Ctrl-C must not leak pods)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = (*TERMINATING_SIGNALS, signal.SIGINT)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in held}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def run_script(app: str, args: Sequence[str], py_files: Sequence[str], console: Console) -> int:
@@ -112,6 +164,8 @@ def run_script(app: str, args: Sequence[str], py_files: Sequence[str], console: 
             return exit_code(done.code, console)
         except KeyboardInterrupt:
             return 130
+        except Terminated as stopped:
+            return 128 + stopped.signum
         except BaseException:
             traceback.print_exc()
             return 1

@@ -143,6 +143,11 @@ class PythonBackendCallbacks:
             "decommissionExecutors", lambda: self.backend.decommission_executors(_ids(executor_ids_json))
         )
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the backend's stop has finished."""
+        return self._stopped.is_set()
+
     def stop(self) -> None:
         """Stop the backend and wait for it, at most ``stop_timeout`` seconds (Spark waits for cleanup)."""
         with self._stop_lock:

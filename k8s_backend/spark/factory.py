@@ -130,14 +130,30 @@ class BackendFactory:
             log.info("Backend %s created for %s (executors reach %s)", app_id, master_url, driver_url)
             # Registered after the local cluster's own exit hook, so it runs first (atexit is LIFO):
             # the backend deletes its pods while the cluster still answers.
-            atexit.unregister(stop_active_context)
-            atexit.register(stop_active_context)
+            atexit.unregister(self.stop_at_exit)
+            atexit.register(self.stop_at_exit)
             return PythonBackendCallbacks(
                 backend, conf=properties, on_stopped=resources.close, stop_timeout=self._stop_timeout
             )
         except BaseException:
             resources.close()
             raise
+
+    def stop_leftover(self) -> None:
+        """Stop the backend this factory made unless it was stopped already, and wait for it.
+
+        Nothing else stops it when its SparkContext failed to start, or when a signal ended the driver
+        script before the context was made: its executor pods would be left behind.
+        """
+        current = self.current
+        if current is not None and not current.stopped:
+            log.info("Stopping the Kubernetes backend that no SparkContext stopped")
+            current.stop()
+
+    def stop_at_exit(self) -> None:
+        """At interpreter exit: stop a running ``pyk8s://`` SparkContext, then any backend left over."""
+        stop_active_context()
+        self.stop_leftover()
 
     def _make_local_cluster(self) -> contextlib.AbstractContextManager[Any]:
         if self._local_cluster is not None:

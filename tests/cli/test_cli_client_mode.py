@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -115,6 +117,34 @@ def test_a_message_given_to_sys_exit_is_printed_and_means_failure(tmp_path: Path
     result = cli(["submit", "--master", MASTER, "--conf", IMAGE, str(script)], runtime=RecordingRuntime())
     assert result.code == 1
     assert "cannot go on" in result.err
+
+
+class SignalledDuringStop(RecordingRuntime):
+    """Stopping takes a second signal (an impatient runner): the cleanup must still run to its end."""
+
+    def stop(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+        super().stop()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminating_signal_stops_the_application_and_its_executors(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    script = tmp_path / "long.py"
+    # The script signals itself, then would run for a long time: the signal must end it at once.
+    script.write_text(
+        f"import os, signal, time\nos.kill(os.getpid(), signal.{sig.name})\ntime.sleep(600)\n"
+        "raise SystemExit('the signal did not end the script')\n"
+    )
+    runtime = SignalledDuringStop()
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    result = cli(["submit", "--master", MASTER, "--conf", IMAGE, str(script)], runtime=runtime)
+    assert result.code == 128 + sig, result.err
+    assert f"{sig.name} received; stopping the application" in result.err
+    assert runtime.stopped == 1, "the SparkContext (and with it the executor pods) was stopped"
+    assert {s: signal.getsignal(s) for s in before} == before, "the handlers are put back"
 
 
 def test_the_cluster_is_checked_before_the_driver_starts(app: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -154,6 +155,37 @@ def test_kill_stops_a_running_application_and_leaves_no_pods(cluster: LocalClust
     assert "All pods of the application are gone" in killed.stderr
     assert pods(cluster, app_id=app_id) == []
     assert cluster.wait_until(lambda: not cluster.kubelet.processes(), timeout=60)
+
+
+def test_sigterm_to_a_client_mode_submit_removes_its_executors(cluster: LocalCluster) -> None:
+    # What `timeout`, CI runners and workflow schedulers send: the executors must not outlive the driver.
+    confs = [i for k, v in {**QUIET, **CLIENT}.items() for i in ("--conf", f"{k}={v}")]
+    argv = [*command(), "submit", "--master", f"pyk8s://{cluster.url}", *confs, "--num-executors", "2"]
+    driver = subprocess.Popen(
+        [*argv, str(APPS / "sleeper.py")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        running = cluster.wait_until(
+            lambda: driver.poll() is not None
+            or sum(p["status"].get("phase") == "Running" for p in pods(cluster, "executor")) == 2,
+            timeout=300,
+        )
+        assert running and driver.poll() is None, driver.stderr.read()[-3000:] if driver.stderr else ""
+        app_id = pods(cluster, "executor")[0]["metadata"]["labels"]["spark-app-selector"]
+        driver.send_signal(signal.SIGTERM)
+        _, err = driver.communicate(timeout=180)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 143, err[-3000:]
+    assert "SIGTERM received; stopping the application" in err
+    assert cluster.wait_until(lambda: pods(cluster, app_id=app_id) == [], timeout=120), pods(cluster)
+    creates = [
+        c
+        for c in cluster.fake.calls_of("create", PODS)
+        if (c.body or {}).get("metadata", {}).get("labels", {}).get("spark-app-selector") == app_id
+    ]
+    assert len(creates) == 2, "no executor is created once the driver was told to stop"
 
 
 def test_gc_removes_the_leftovers_of_a_driver_pod_deleted_by_force(cluster: LocalCluster) -> None:

@@ -107,6 +107,21 @@ class TestFactory:
         made.stop()
         assert backend.stopped and cluster.events == ["start", "stop"] and factory.local is None
 
+    def test_a_backend_no_context_stopped_is_stopped_as_a_leftover_once(self) -> None:
+        # A SparkContext that failed to start (or a signal during getOrCreate) never calls stop():
+        # the driver's exit path stops the backend, so its executor pods are deleted.
+        creator, cluster = Recorder(), FakeLocalCluster()
+        factory = BackendFactory(creator, local_cluster=cluster)
+        factory.stop_leftover()  # nothing made yet: nothing to do
+        factory.create("J", "pyk8s://local", json.dumps(CONF), "u")
+        (backend,) = creator.made
+        assert not backend.stopped
+        factory.stop_at_exit()
+        assert backend.stopped and cluster.events == ["start", "stop"]
+        backend.stopped = False
+        factory.stop_leftover()
+        assert not backend.stopped, "a backend that stopped is not stopped again"
+
     def test_a_failing_backend_is_reported_and_its_local_cluster_stopped(self) -> None:
         cluster = FakeLocalCluster()
 
