@@ -35,6 +35,10 @@ SPARK_EXECUTOR_INACTIVE_LABEL = "spark-exec-inactive"
 EXECUTOR_ROLE = "executor"
 DRIVER_ROLE = "driver"
 
+# On executor pods and the executor ConfigMap of a client-mode application: the name of the Lease its
+# driver renews (k8s_backend.heartbeat), so that `k8s-backend gc` can tell a dead driver's leftovers.
+HEARTBEAT_LEASE_ANNOTATION = "k8s-backend.io/heartbeat-lease"
+
 
 def selector_from_labels(labels: Mapping[str, str]) -> str:
     """The equality selector ``k1=v1,k2=v2`` that selects objects carrying all these labels."""

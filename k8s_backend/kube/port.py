@@ -51,6 +51,7 @@ SECRETS = Resource("Secret", "secrets")
 PVCS = Resource("PersistentVolumeClaim", "persistentvolumeclaims")
 NAMESPACES = Resource("Namespace", "namespaces", namespaced=False)
 POD_GROUPS = Resource("PodGroup", "podgroups", group="scheduling.volcano.sh", version="v1beta1")
+LEASES = Resource("Lease", "leases", group="coordination.k8s.io")  # a client-mode driver's heartbeat
 
 KNOWN_RESOURCES: tuple[Resource, ...] = (
     PODS,
@@ -60,6 +61,7 @@ KNOWN_RESOURCES: tuple[Resource, ...] = (
     PVCS,
     NAMESPACES,
     POD_GROUPS,
+    LEASES,
 )
 
 MERGE_PATCH = "application/merge-patch+json"

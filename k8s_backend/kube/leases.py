@@ -1,0 +1,91 @@
+"""The heartbeat Lease of a client-mode driver (``coordination.k8s.io/v1``): its name, its body, its times.
+
+The driver writes it (:mod:`k8s_backend.heartbeat`); ``k8s-backend gc`` and ``kill`` read it. Both sides
+build the name from the application id here, so that a pod's annotation, the Lease and the CLI's
+lookup cannot disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from datetime import datetime, timezone
+
+from k8s_backend.kube.labels import SPARK_APP_ID_LABEL
+from k8s_backend.kube.port import LEASES, Obj
+
+LEASE_NAME_SUFFIX = "-driver-heartbeat"
+_SUBDOMAIN_MAX = 253
+_NOT_NAME = re.compile(r"[^a-z0-9]+")
+
+
+def heartbeat_lease_name(app_id: str) -> str:
+    """``<app-id>-driver-heartbeat``, a valid DNS-1123 subdomain for any application id.
+
+    An id that is not already lower-case letters, digits and dashes is rewritten to those, with a
+    short hash of the original appended, so that two ids that differ only in such characters do not
+    share a Lease.
+    """
+    base = _NOT_NAME.sub("-", app_id.lower()).strip("-")
+    if base != app_id:
+        base = f"{base}-{hashlib.sha256(app_id.encode()).hexdigest()[:8]}".strip("-")
+    return base[: _SUBDOMAIN_MAX - len(LEASE_NAME_SUFFIX)].rstrip("-") + LEASE_NAME_SUFFIX
+
+
+def micro_time(seconds: float) -> str:
+    """An instant as the API server's MicroTime: RFC 3339 with microseconds, in UTC."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: object) -> float | None:
+    """Seconds since the epoch of an RFC 3339 time (Time or MicroTime), or None if unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def lease_seconds(duration: float) -> int:
+    """``spec.leaseDurationSeconds`` (a positive whole number) for a duration in seconds."""
+    return max(1, math.ceil(duration))
+
+
+def heartbeat_lease(
+    name: str, namespace: str, app_id: str, *, holder: str, duration: float, now: float
+) -> Obj:
+    """A new heartbeat Lease, acquired and renewed at ``now``."""
+    return {
+        "apiVersion": LEASES.api_version,
+        "kind": LEASES.kind,
+        "metadata": {"name": name, "namespace": namespace, "labels": {SPARK_APP_ID_LABEL: app_id}},
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": lease_seconds(duration),
+            "acquireTime": micro_time(now),
+            "renewTime": micro_time(now),
+        },
+    }
+
+
+def lease_expiry(lease: Obj) -> float | None:
+    """When a Lease expires (last renewal, else acquisition, plus its duration); None if it cannot tell."""
+    spec = lease.get("spec") or {}
+    renewed = parse_time(spec.get("renewTime")) or parse_time(spec.get("acquireTime"))
+    duration = spec.get("leaseDurationSeconds")
+    if renewed is None or not isinstance(duration, int) or isinstance(duration, bool):
+        return None
+    return renewed + duration
+
+
+def heartbeat_lease_for(app_id: str, *, driver_pod_name: str | None, enabled: bool) -> str | None:
+    """The heartbeat Lease an application's driver keeps: only a client-mode one (no driver pod), if enabled.
+
+    The one rule for the backend (which creates it) and the pod builder (which annotates pods with it).
+    """
+    return heartbeat_lease_name(app_id) if enabled and not driver_pod_name else None
