@@ -13,6 +13,7 @@ from k8s_backend.backend import StartPlan
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.errors import ConfigError
 from k8s_backend.gang.setup import GangSetup
+from k8s_backend.kube.leases import heartbeat_lease_for
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.config_map import build_executor_config_map, executor_config_map_name
@@ -60,6 +61,9 @@ def plan_application(
             name=executor_config_map_name(secrets.token_hex(5)),
             driver_pod=driver_pod,
             conf_dir=builder.facts.conf_dir,
+            heartbeat_lease=heartbeat_lease_for(
+                app_id, driver_pod_name=conf.driver.pod_name, enabled=conf.driver.heartbeat_enabled
+            ),
         )
     identity = AllocatorIdentity(
         app_id=app_id,

@@ -70,6 +70,7 @@ class StartPlan:
 
     pod_group: Obj | None = None  # the Volcano PodGroup, created first (SPARK-38794)
     config_map: Obj | None = None  # the executor ConfigMap
+    heartbeat: Callable[[], object] | None = None  # creates a client-mode driver's heartbeat Lease
     recover: Callable[[], int] | None = None  # adopts an earlier driver's pods; returns the next id
     wait_for_driver: Callable[[], object] | None = None  # waits (briefly) for the driver pod to be Ready
 
@@ -155,8 +156,8 @@ class KubernetesClusterSchedulerBackend:
         return self._app_id
 
     def start(self) -> None:
-        """Start in a fixed order: the PodGroup and config map (SPARK-38794), recovery of pods left by an
-        earlier driver, then allocation, then the sources.
+        """Start in a fixed order: the PodGroup and config map (SPARK-38794), a client-mode driver's
+        heartbeat Lease, recovery of pods left by an earlier driver, then allocation, then the sources.
 
         A stop() that comes meanwhile (from another thread) ends the start between two steps, and
         waits for it, so nothing is created after the cleanup.
@@ -180,6 +181,8 @@ class KubernetesClusterSchedulerBackend:
         if plan.config_map is not None:
             config_map = plan.config_map
             steps.append(lambda: parts.operations.create_config_map(config_map))
+        if plan.heartbeat is not None:  # before the executor pods that name it (gc spares young objects)
+            steps.append(plan.heartbeat)
         if plan.recover is not None:
             recover = plan.recover
             steps.append(lambda: parts.allocator.advance_executor_id_counter(recover()))

@@ -36,6 +36,7 @@ DELETE_STEPS = (
     "delete the executor pods",
     "delete the executor config maps",
     "delete the PodGroup",
+    "delete the heartbeat lease",
 )
 
 
@@ -64,8 +65,11 @@ def build_stop_sequence(
     owns_api: bool,
     has_config_map: bool,
     has_pod_group: bool,
+    delete_heartbeat: Callable[[], None] | None = None,
 ) -> StopSequence:
-    """``operations``: given when executors may exit by themselves first (a driver told them to stop);
+    """``delete_heartbeat``: stops and deletes a client-mode driver's heartbeat Lease, after the executors
+    (deleted earlier, it would make them look orphaned to ``k8s-backend gc`` while they still run).
+    ``operations``: given when executors may exit by themselves first (a driver told them to stop);
     ``scheduler``: given when the backend owns it (its threads are stopped); ``owns_api``: the client is
     closed once the last background retry ends."""
     steps = _stop_steps(
@@ -79,6 +83,8 @@ def build_stop_sequence(
         has_config_map=has_config_map,
         has_pod_group=has_pod_group,
     )
+    if delete_heartbeat is not None:
+        steps.append(("delete the heartbeat lease", delete_heartbeat))
     stop_sequence: StopSequence
     if owns_api:
         # Deletes still being retried in the background need the client: the last one closes it.

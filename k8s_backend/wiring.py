@@ -34,6 +34,8 @@ from k8s_backend.executors.tracker import ExecutorTracker
 from k8s_backend.failures import FailureSink
 from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
+from k8s_backend.heartbeat import DriverHeartbeat, HeartbeatAnnotationStep, default_holder
+from k8s_backend.kube.leases import heartbeat_lease_for
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.lifecycle.decisions import LifecycleDecider
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
@@ -100,7 +102,10 @@ def assemble(
     kconf = to_kubernetes_conf(conf)
     check_identity(app_id, driver_url)
     gang = plan_gang(kconf)
-    builder = ExecutorPodBuilder(kconf, steps=gang.steps)  # loads and checks templates and user steps
+    lease = _heartbeat_lease(kconf, app_id)
+    heartbeat_steps = () if lease is None else (HeartbeatAnnotationStep(lease),)
+    # Loads and checks templates and user steps; the heartbeat's annotation comes last, over them.
+    builder = ExecutorPodBuilder(kconf, steps=(*gang.steps, *heartbeat_steps))
     clock = clock or SystemClock()
     owns_api = api is None
     api = api or _real_api(kconf)
@@ -109,7 +114,8 @@ def assemble(
     scheduler = scheduler or ThreadScheduler("k8s-backend", threads=SCHEDULER_THREADS, clock=clock)
     runtime = Runtime(api, clock, scheduler, driver, owns_api, owns_scheduler)
     failures = FailureSink()
-    parts = _parts(application, runtime, failures)
+    heartbeat = _heartbeat(application, runtime)
+    parts = _parts(application, runtime, failures, heartbeat)
     listeners = [on_application_failed] if on_application_failed is not None else []
     if driver is not None:
         listeners.append(driver.application_failed)
@@ -117,7 +123,7 @@ def assemble(
         app_id=app_id,
         scaling=kconf.scaling,
         parts=parts,
-        plan=_start_plan(application, runtime, parts),
+        plan=_start_plan(application, runtime, parts, heartbeat),
         failures=failures,
         clock=clock,
         gang=_gang_start(application, runtime, parts, failures),
@@ -190,7 +196,33 @@ def _real_api(conf: KubernetesConf) -> KubernetesApi:
 # -- the parts -----------------------------------------------------------------------------------------
 
 
-def _parts(app: Application, runtime: Runtime, failures: FailureSink) -> BackendParts:
+def _heartbeat_lease(conf: KubernetesConf, app_id: str) -> str | None:
+    """A client-mode driver's heartbeat Lease (none for a driver pod: Kubernetes collects its objects)."""
+    driver = conf.driver
+    return heartbeat_lease_for(app_id, driver_pod_name=driver.pod_name, enabled=driver.heartbeat_enabled)
+
+
+def _heartbeat(app: Application, runtime: Runtime) -> DriverHeartbeat | None:
+    conf = app.conf
+    driver = conf.driver
+    name = _heartbeat_lease(conf, app.app_id)
+    if name is None:
+        return None
+    return DriverHeartbeat(
+        runtime.api,
+        runtime.scheduler,
+        runtime.clock,
+        namespace=conf.namespace,
+        app_id=app.app_id,
+        lease_name=name,
+        duration=driver.heartbeat_lease_duration,
+        holder=default_holder(),
+    )
+
+
+def _parts(
+    app: Application, runtime: Runtime, failures: FailureSink, heartbeat: DriverHeartbeat | None
+) -> BackendParts:
     store = ExecutorPodsSnapshotsStore(runtime.scheduler, runtime.clock, app.rules)
     watch_source, polling_source = _sources(app.conf, runtime, store)
     monitor = _monitor(app.conf, runtime, store, failures)
@@ -217,6 +249,7 @@ def _parts(app: Application, runtime: Runtime, failures: FailureSink) -> Backend
         owns_api=runtime.owns_api,
         has_config_map=app.plan.config_map is not None,
         has_pod_group=app.gang.volcano is not None,
+        delete_heartbeat=None if heartbeat is None else heartbeat.delete,
     )
     return BackendParts(
         store=store,
@@ -317,7 +350,9 @@ def _allocator(
 # -- starting ------------------------------------------------------------------------------------------
 
 
-def _start_plan(app: Application, runtime: Runtime, parts: BackendParts) -> StartPlan:
+def _start_plan(
+    app: Application, runtime: Runtime, parts: BackendParts, heartbeat: DriverHeartbeat | None
+) -> StartPlan:
     conf = app.conf
 
     def run_recovery() -> int:
@@ -340,7 +375,12 @@ def _start_plan(app: Application, runtime: Runtime, parts: BackendParts) -> Star
     if driver_pod_name:
         timeout = conf.allocation.driver_readiness_timeout
         wait_for_driver = functools.partial(parts.operations.wait_for_driver_ready, driver_pod_name, timeout)
-    return attrs.evolve(app.plan, recover=run_recovery, wait_for_driver=wait_for_driver)
+    return attrs.evolve(
+        app.plan,
+        heartbeat=None if heartbeat is None else heartbeat.start,
+        recover=run_recovery,
+        wait_for_driver=wait_for_driver,
+    )
 
 
 def _gang_start(

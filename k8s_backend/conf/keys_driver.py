@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from k8s_backend.conf.spec import DNS_LABEL, DNS_SUBDOMAIN, Key, Kind, between, greater_than, not_empty
+from k8s_backend.conf.spec import (
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    Key,
+    Kind,
+    at_least,
+    between,
+    greater_than,
+    not_empty,
+)
 
 APP_KEYS: tuple[Key, ...] = (
     Key(
@@ -96,6 +105,24 @@ DRIVER_KEYS: tuple[Key, ...] = (
         "Driver service account; also the executors' when theirs is unset.",
         field="driver.service_account",
         check=DNS_SUBDOMAIN,
+    ),
+    Key(
+        "spark.kubernetes.driver.heartbeat.enabled",
+        Kind.BOOL,
+        "true",
+        "A client-mode driver keeps a heartbeat Lease (`<app-id>-driver-heartbeat`) that executor pods "
+        "name, so `k8s-backend gc` can delete what a dead driver left.",
+        field="driver.heartbeat_enabled",
+        has_spark_entry=False,
+    ),
+    Key(
+        "spark.kubernetes.driver.heartbeat.leaseDuration",
+        Kind.DURATION_S,
+        "60s",
+        "How long the heartbeat Lease lasts without renewal (renewed every third of it).",
+        field="driver.heartbeat_lease_duration",
+        check=at_least(3, "must be at least 3s"),
+        has_spark_entry=False,
     ),
 )
 

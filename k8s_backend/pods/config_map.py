@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 from k8s_backend.conf.model import KubernetesConf
+from k8s_backend.kube.labels import HEARTBEAT_LEASE_ANNOTATION
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.constants import (
     CONF_FILE_MODE,
@@ -140,8 +141,11 @@ def build_executor_config_map(
     name: str,
     driver_pod: Obj | None,
     conf_dir: str | None,
+    heartbeat_lease: str | None = None,
 ) -> Obj:
     """The executor ConfigMap the backend creates at start (Spark's setUpExecutorConfigMap).
+
+    ``heartbeat_lease``: the client-mode driver's heartbeat Lease, named in an annotation.
 
     Data: the selected conf dir files, a ``spark.properties`` holding the namespace, and the raw
     ``spark.kubernetes.namespace`` entry. Executor pods mount only the conf dir files (see
@@ -159,6 +163,8 @@ def build_executor_config_map(
         "namespace": conf.namespace,
         "labels": {SPARK_APP_ID_LABEL: app_id, SPARK_ROLE_LABEL: EXECUTOR_ROLE},
     }
+    if heartbeat_lease is not None:  # as on the executor pods: gc tells a dead driver's ConfigMap by it
+        metadata["annotations"] = {HEARTBEAT_LEASE_ANNOTATION: heartbeat_lease}
     if driver_pod is not None:
         metadata["ownerReferences"] = [owner_reference(driver_pod)]
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "immutable": True, "data": data}

@@ -97,6 +97,8 @@ READS: dict[str, tuple[str, Any]] = {
     "spark.kubernetes.driver.waitToReusePersistentVolumeClaim": ("true", True),
     "spark.kubernetes.driver.service.deleteOnTermination": ("false", False),
     "spark.kubernetes.authenticate.driver.serviceAccountName": ("spark", "spark"),
+    "spark.kubernetes.driver.heartbeat.enabled": ("false", False),
+    "spark.kubernetes.driver.heartbeat.leaseDuration": ("2min", 120.0),
     "spark.kubernetes.context": ("kind-kind", "kind-kind"),
     "spark.kubernetes.trust.certificates": ("true", True),
     "spark.kubernetes.driver.requestTimeout": ("2500", 2.5),
@@ -210,6 +212,7 @@ BAD: dict[str, tuple[str, str]] = {
         "invalid: must be a DNS-1123 subdomain",
     ),
     "spark.kubernetes.context": ("", "invalid: must not be empty"),
+    "spark.kubernetes.driver.heartbeat.leaseDuration": ("2s", "invalid: must be at least 3s"),
     "spark.kubernetes.driver.requestTimeout": ("0", "invalid: must be a positive time value"),
     "spark.kubernetes.driver.connectionTimeout": ("-5", "invalid: must be a positive time value"),
     **{

@@ -1,0 +1,170 @@
+"""The heartbeat of a client-mode driver: a Lease it renews while it runs, so its leftovers can be told.
+
+A driver outside the cluster (no ``spark.kubernetes.driver.pod.name``) owns nothing that Kubernetes
+could garbage-collect: when it dies by SIGKILL, its executor pods stay. So the backend keeps a
+``coordination.k8s.io/v1`` Lease named after the application id, created before the first executor
+pod, renewed every third of its duration and deleted at stop after the executors. Executor pods and
+the executor ConfigMap name it (``k8s-backend.io/heartbeat-lease``); ``k8s-backend gc`` deletes the
+objects of an application whose Lease expired or is gone.
+
+A failed renewal is only logged: the next tick tries again, and the Lease has two more ticks before
+it expires. Creating it at start is not optional, though: executors that point at a Lease that was
+never created would look orphaned to ``gc``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+
+from k8s_backend.kube.labels import HEARTBEAT_LEASE_ANNOTATION
+from k8s_backend.kube.leases import heartbeat_lease, lease_seconds, micro_time
+from k8s_backend.kube.port import LEASES, ApiError, ConflictError, KubernetesApi, NotFoundError, Obj
+from k8s_backend.pods.objects import section
+from k8s_backend.pods.step import BaseFeatureStep, SparkPod, StepContext
+from k8s_backend.scheduling import Cancellable, Clock, Scheduler
+
+log = logging.getLogger(__name__)
+
+RENEWALS_PER_DURATION = 3  # renewed every leaseDuration/3: two renewals may fail before it expires
+
+
+def default_holder() -> str:
+    """``<host name>/<pid>``: who holds the Lease, for a human reading it."""
+    return f"{socket.gethostname()}/{os.getpid()}"
+
+
+class HeartbeatAnnotationStep(BaseFeatureStep):
+    """The pod feature step the composition root adds when a heartbeat runs: each executor pod names
+    its driver's Lease (``k8s-backend.io/heartbeat-lease``), over any template or user annotation."""
+
+    def __init__(self, lease_name: str) -> None:
+        self.lease_name = lease_name
+
+    def configure_pod(self, pod: SparkPod, ctx: StepContext) -> SparkPod:
+        pod = pod.copy()
+        section(section(pod.pod, "metadata"), "annotations")[HEARTBEAT_LEASE_ANNOTATION] = self.lease_name
+        return pod
+
+
+class DriverHeartbeat:
+    """Creates, renews and deletes one application's heartbeat Lease on the backend's scheduler."""
+
+    def __init__(
+        self,
+        api: KubernetesApi,
+        scheduler: Scheduler,
+        clock: Clock,
+        *,
+        namespace: str,
+        app_id: str,
+        lease_name: str,
+        duration: float,
+        holder: str,
+    ) -> None:
+        """``duration``: the Lease's ``leaseDurationSeconds`` (rounded up to whole seconds)."""
+        self._api = api
+        self._scheduler = scheduler
+        self._clock = clock
+        self._namespace = namespace
+        self._app_id = app_id
+        self.lease_name = lease_name
+        self._duration = lease_seconds(duration)
+        self._holder = holder
+        self._lock = threading.Lock()
+        self._task: Cancellable | None = None
+        self._stopped = False
+        self.renewals = 0
+        self.failed_renewals = 0
+
+    @property
+    def interval(self) -> float:
+        """Seconds between renewals."""
+        return self._duration / RENEWALS_PER_DURATION
+
+    def start(self) -> None:
+        """Create (or take over) the Lease, then renew it on the scheduler. Raises if it cannot be created."""
+        self._acquire()
+        with self._lock:
+            if self._stopped or self._task is not None:
+                return
+            self._task = self._scheduler.schedule_with_fixed_delay(self.interval, self.interval, self.renew)
+        log.info(
+            "Heartbeat lease %s/%s created (renewed every %.0fs)",
+            self._namespace,
+            self.lease_name,
+            self.interval,
+        )
+
+    def _acquire(self) -> None:
+        now = self._clock.now()
+        body = heartbeat_lease(
+            self.lease_name,
+            self._namespace,
+            self._app_id,
+            holder=self._holder,
+            duration=self._duration,
+            now=now,
+        )
+        try:
+            self._api.create(LEASES, self._namespace, body)
+        except ConflictError:
+            # An earlier driver of the same application id (whose pods recovery may adopt) left it.
+            self._api.patch(LEASES, self._namespace, self.lease_name, {"spec": body["spec"]})
+
+    def renew(self) -> None:
+        """Move ``renewTime`` to now; recreate the Lease if it is gone. Failures are logged, never raised."""
+        # Under the lock, so that a renewal racing stop() cannot create the Lease again after delete().
+        with self._lock:
+            if self._stopped:
+                return
+            self._renew_locked()
+
+    def _renew_locked(self) -> None:
+        try:
+            try:
+                self._api.patch(LEASES, self._namespace, self.lease_name, self._renewal())
+            except NotFoundError:
+                log.warning(
+                    "Heartbeat lease %s/%s was deleted: creating it again", self._namespace, self.lease_name
+                )
+                self._acquire()
+        except ApiError as error:
+            self.failed_renewals += 1
+            log.warning(
+                "Could not renew heartbeat lease %s/%s (retried in %.0fs): %s",
+                self._namespace,
+                self.lease_name,
+                self.interval,
+                error,
+            )
+            return
+        self.renewals += 1
+
+    def _renewal(self) -> Obj:
+        return {
+            "spec": {
+                "holderIdentity": self._holder,
+                "leaseDurationSeconds": self._duration,
+                "renewTime": micro_time(self._clock.now()),
+            }
+        }
+
+    def stop(self) -> None:
+        """Stop renewing (idempotent)."""
+        with self._lock:
+            self._stopped = True
+            task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+
+    def delete(self) -> None:
+        """Stop renewing and delete the Lease (gone already is fine); API errors are raised, to be retried."""
+        self.stop()
+        try:
+            self._api.delete(LEASES, self._namespace, self.lease_name)
+        except NotFoundError:
+            return
+        log.info("Heartbeat lease %s/%s deleted", self._namespace, self.lease_name)
