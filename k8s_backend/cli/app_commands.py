@@ -22,7 +22,7 @@ from k8s_backend.cli.gc import collect_garbage
 from k8s_backend.cli.options import Target, add_cluster_options, connect_target
 from k8s_backend.conf import keys
 from k8s_backend.errors import ConfigError
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SERVICES, ApiError
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SERVICES, ApiError
 
 Handler = Callable[[argparse.Namespace, Dependencies], int]
 GRACE_KEY = "spark.kubernetes.appKillPodDeletionGracePeriod"
@@ -44,7 +44,9 @@ def add_parsers(subparsers: Any) -> None:
         "kill",
         help="stop applications: delete their driver pod and executor pods",
         description="Stop cluster-mode applications: delete the driver pod (its Service and ConfigMap go "
-        "with it) and the executor pods, then wait until they are gone.",
+        "with it) and the executor pods, then wait until they are gone. For a client-mode application "
+        "(ID = its application id) delete what its driver's stop would: the executor pods, the executor "
+        "ConfigMaps and the driver's heartbeat Lease.",
     )
     kill.add_argument("ids", nargs="+", metavar="ID", help="NAMESPACE:DRIVER_POD, DRIVER_POD or APP_ID")
     kill.add_argument(
@@ -66,10 +68,11 @@ def add_parsers(subparsers: Any) -> None:
     gc = subparsers.add_parser(
         "gc",
         help="delete leftovers (executor pods, config maps, services, PVCs) of apps whose driver is gone",
-        description="Delete the executor pods, ConfigMaps, Services and PVCs of applications whose driver "
-        "pod is gone. Applications that still have a driver pod are never touched. Objects of client-mode "
-        "applications (no driver pod known) are kept unless --all-orphans is given, and even then not while "
-        "an executor pod is Pending or Running.",
+        description="Delete the executor pods, ConfigMaps, Services, PVCs and heartbeat Leases of "
+        "applications whose driver pod is gone, or whose client-mode driver's heartbeat Lease expired or "
+        "was deleted (Pending pods included). Applications that still have a driver pod or a fresh "
+        "heartbeat are never touched. Objects of client-mode applications with no trace of a driver are "
+        "kept unless --all-orphans is given, and even then not while an executor pod is Pending or Running.",
     )
     gc.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     gc.add_argument("--dry-run", action="store_true", help="only print what would be deleted")
@@ -111,7 +114,14 @@ def _explain(
     return explain_api_error(error, connection.endpoint, verb=verb, resource=resource, namespace=namespace)
 
 
-def _find(target: Target, ids: list[str], selector: str) -> list[Application]:
+KILL_NEEDS = [Permission("delete", PODS), Permission("deletecollection", PODS)]
+# What a client-mode application's stop deletes besides its pods (its driver is not in the cluster).
+KILL_CLIENT_NEEDS = [Permission("deletecollection", CONFIG_MAPS), Permission("delete", LEASES)]
+GC_READ_NEEDS = [Permission("list", LEASES), Permission("get", LEASES)]
+GC_DELETE_NEEDS = [Permission("delete", kind) for kind in (PODS, SERVICES, CONFIG_MAPS, PVCS, LEASES)]
+
+
+def _find(target: Target, ids: list[str], selector: str, *, leases: bool = False) -> list[Application]:
     apps: list[Application] = []
     for text in ids:
         try:
@@ -119,7 +129,7 @@ def _find(target: Target, ids: list[str], selector: str) -> list[Application]:
         except ValueError as error:
             raise UsageError(str(error)) from None
         preflight(target.connection, namespace)
-        found = find_applications(target.connection.api, namespace, pattern, selector)
+        found = find_applications(target.connection.api, namespace, pattern, selector, leases=leases)
         if not found:
             raise CliError(f"no application matches {text!r} in namespace {namespace}")
         apps.extend(found)
@@ -151,17 +161,10 @@ def _grace_period(args: argparse.Namespace, target: Target) -> int | None:
 def kill_command(args: argparse.Namespace, deps: Dependencies) -> int:
     def body(target: Target) -> int:
         grace = _grace_period(args, target)
-        apps = _find(target, args.ids, args.selector)
-        for app in apps:
-            if app.driver is None:
-                raise CliError(
-                    f"application {app.app_id} has no driver pod in namespace {app.namespace}: its driver "
-                    "runs outside the cluster (client mode). Stop it where it runs; its executors are then "
-                    "removed"
-                )
-        needs = [Permission("delete", PODS), Permission("deletecollection", PODS)]
+        apps = _find(target, args.ids, args.selector, leases=True)
         for namespace in sorted({app.namespace for app in apps}):
-            preflight(target.connection, namespace, needs)
+            client_mode = any(app.driver is None for app in apps if app.namespace == namespace)
+            preflight(target.connection, namespace, KILL_NEEDS + (KILL_CLIENT_NEEDS if client_mode else []))
         result = kill_applications(
             target.connection.api,
             apps,
@@ -171,6 +174,7 @@ def kill_command(args: argparse.Namespace, deps: Dependencies) -> int:
             timeout=args.timeout,
             sleep=deps.sleep,
             clock=deps.clock,
+            wall_clock=deps.wall_clock,
         )
         return 1 if result.remaining else 0
 
@@ -191,10 +195,9 @@ def list_command(args: argparse.Namespace, deps: Dependencies) -> int:
 def gc_command(args: argparse.Namespace, deps: Dependencies) -> int:
     def body(target: Target) -> int:
         namespace = None if args.all_namespaces else target.namespace
-        preflight(target.connection, namespace)
+        preflight(target.connection, namespace, GC_READ_NEEDS)
         if not args.dry_run:
-            needs = [Permission("delete", kind) for kind in (PODS, SERVICES, CONFIG_MAPS, PVCS)]
-            preflight(target.connection, namespace, needs)
+            preflight(target.connection, namespace, GC_DELETE_NEEDS)
         collect_garbage(
             target.connection.api,
             namespace,
@@ -202,7 +205,10 @@ def gc_command(args: argparse.Namespace, deps: Dependencies) -> int:
             dry_run=args.dry_run,
             all_orphans=args.all_orphans,
             selector=args.selector,
+            now=deps.wall_clock(),
         )
         return 0
 
-    return _run(args, deps, body, verb="list or delete", resource="pods, services, configmaps or PVCs")
+    return _run(
+        args, deps, body, verb="list or delete", resource="pods, services, configmaps, PVCs or leases"
+    )

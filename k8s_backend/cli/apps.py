@@ -4,7 +4,7 @@ An application is named as spark-submit's ``--status``/``--kill`` name it, by su
 ``<namespace>:<driver pod name>`` (the name may be a glob such as ``spark-pi-*``), or by its
 application id (``spark-<32 hex digits>``, the ``spark-app-selector`` label). A cluster-mode
 application has a driver pod (``spark-role=driver``); a client-mode application only has executor
-pods: its driver runs outside the cluster.
+pods (and, since drivers keep one, a heartbeat Lease): its driver runs outside the cluster.
 """
 
 from __future__ import annotations
@@ -23,13 +23,15 @@ from k8s_backend.conf import syntax
 from k8s_backend.kube.labels import (
     DRIVER_ROLE,
     EXECUTOR_ROLE,
+    HEARTBEAT_LEASE_ANNOTATION,
     SPARK_APP_ID_LABEL,
     SPARK_APP_NAME_LABEL,
     app_selector,
     executor_selector,
     role_selector,
 )
-from k8s_backend.kube.port import PODS, KubernetesApi, NotFoundError, Obj
+from k8s_backend.kube.leases import heartbeat_lease_name, lease_expiry
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, KubernetesApi, NotFoundError, Obj
 
 DRIVERS = role_selector(DRIVER_ROLE)
 EXECUTORS = role_selector(EXECUTOR_ROLE)
@@ -90,9 +92,13 @@ def _join(*selectors: str) -> str:
 
 
 def find_applications(
-    api: KubernetesApi, namespace: str, pattern: str, selector: str = ""
+    api: KubernetesApi, namespace: str, pattern: str, selector: str = "", *, leases: bool = False
 ) -> list[Application]:
-    """The applications whose driver pod name matches ``pattern`` (a glob) or whose id is ``pattern``."""
+    """The applications whose driver pod name matches ``pattern`` (a glob) or whose id is ``pattern``.
+
+    ``leases``: a client-mode application whose executor pods are all gone is still found by its
+    driver's heartbeat Lease (for ``kill``, which deletes it).
+    """
     drivers = api.list(PODS, namespace, label_selector=_join(DRIVERS, selector)).items
     matched = [
         pod
@@ -106,7 +112,17 @@ def find_applications(
     executors = api.list(
         PODS, namespace, label_selector=executor_selector(pattern)
     ).items
-    return [Application(namespace, pattern, None, tuple(executors))] if executors else []
+    if executors or (leases and _lease_exists(api, namespace, heartbeat_lease_name(pattern))):
+        return [Application(namespace, pattern, None, tuple(executors))]
+    return []
+
+
+def _lease_exists(api: KubernetesApi, namespace: str, name: str) -> bool:
+    try:
+        api.get(LEASES, namespace, name)
+    except NotFoundError:
+        return False
+    return True
 
 
 def _with_executors(api: KubernetesApi, namespace: str, driver: Obj) -> Application:
@@ -222,16 +238,20 @@ def kill_applications(
     poll: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
 ) -> KillResult:
     """Delete each application's driver pod and executor pods; optionally wait until all are gone.
 
     Deleting the driver pod is what stops a cluster-mode application (its Service and ConfigMap go
     with it, as they are owned by the pod); executors are deleted directly too rather than left to
-    the garbage collector, so that nothing of the application keeps running.
+    the garbage collector, so that nothing of the application keeps running. A client-mode
+    application has no driver pod: what its driver's stop() deletes is deleted instead (see
+    :func:`kill_client_mode`).
     """
     deleted = []
     for app in apps:
         if app.driver is None:
+            deleted.append(kill_client_mode(api, app, console, grace_period=grace_period, now=wall_clock()))
             continue
         name = name_of(app.driver)
         with contextlib.suppress(NotFoundError):
@@ -251,10 +271,7 @@ def kill_applications(
         remaining = [
             f"{app.namespace}/{name_of(pod)}"
             for app in apps
-            if app.driver is not None
-            for pod in api.list(
-                PODS, app.namespace, label_selector=app_selector(app.app_id)
-            ).items
+            for pod in api.list(PODS, app.namespace, label_selector=app_selector(app.app_id)).items
         ]
         if not remaining or clock() >= deadline:
             break
@@ -264,3 +281,37 @@ def kill_applications(
     else:
         console.info("All pods of the application are gone")
     return KillResult(tuple(deleted), tuple(remaining))
+
+
+def kill_client_mode(
+    api: KubernetesApi, app: Application, console: Console, *, grace_period: int | None, now: float
+) -> str:
+    """Delete what a client-mode driver's stop() would: executor pods, executor ConfigMaps, then the
+    heartbeat Lease (last, as stop() does; also any other Lease the pods name). Returns the app id."""
+    selector = executor_selector(app.app_id)
+    leases = {heartbeat_lease_name(app.app_id)} | {
+        str(note)
+        for pod in app.executors
+        if (note := ((pod.get("metadata") or {}).get("annotations") or {}).get(HEARTBEAT_LEASE_ANNOTATION))
+    }
+    alive = False
+    for name in sorted(leases):
+        with contextlib.suppress(NotFoundError):
+            expiry = lease_expiry(api.get(LEASES, app.namespace, name))
+            alive = alive or expiry is None or expiry >= now
+    api.delete_collection(PODS, app.namespace, label_selector=selector, grace_period_seconds=grace_period)
+    console.info(f"Deleted the executor pods of client-mode application {app.app_id} in {app.namespace}")
+    api.delete_collection(CONFIG_MAPS, app.namespace, label_selector=selector)
+    console.info("Deleted its executor ConfigMaps")
+    for name in sorted(leases):
+        try:
+            api.delete(LEASES, app.namespace, name)
+        except NotFoundError:
+            continue
+        console.info(f"Deleted its driver's heartbeat lease {app.namespace}/{name}")
+    if alive:
+        console.info(
+            "Its driver (outside the cluster) still renewed its heartbeat: if it still runs, it will "
+            "create new executors. Stop it where it runs"
+        )
+    return app.app_id

@@ -9,10 +9,15 @@ application is deleted.
 2. An application whose objects name a driver pod (an owner reference to a pod, or the
    ``k8s-backend.io/driver-pod`` annotation cluster mode puts on them) is gone when that pod no
    longer exists (same uid, or same name and application id): all its objects are deleted.
-3. An application with no trace of a driver pod ran its driver outside the cluster (client mode).
-   Whether that driver is alive cannot be seen from here, so its objects are kept, unless
-   ``--all-orphans`` is given; even then an application with a Pending or Running executor pod is
-   kept (stop it where its driver runs, or with ``k8s-backend kill``).
+3. A client-mode driver (outside the cluster) keeps a heartbeat Lease (:mod:`k8s_backend.heartbeat`)
+   that its objects name (``k8s-backend.io/heartbeat-lease``). Its application is alive while that
+   Lease is fresh, and gone, Pending pods included, once the Lease expired (its last renewal plus its
+   duration is more than :data:`CLOCK_SKEW` ago) or was deleted while objects still name it (objects
+   younger than :data:`CLOCK_SKEW` are spared: the driver creates its Lease just after its ConfigMap).
+4. An application with no trace of a driver at all (an older client-mode driver, or one with the
+   heartbeat turned off): whether that driver is alive cannot be seen from here, so its objects are
+   kept, unless ``--all-orphans`` is given; even then an application with a Pending or Running
+   executor pod is kept (stop it where its driver runs, or with ``k8s-backend kill``).
 
 Objects already being deleted are left alone.
 """
@@ -25,8 +30,11 @@ import attrs
 
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.driver_pod import DRIVER_POD_ANNOTATION
+from k8s_backend.kube.labels import HEARTBEAT_LEASE_ANNOTATION
+from k8s_backend.kube.leases import lease_expiry, parse_time
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
+    LEASES,
     PODS,
     PVCS,
     SERVICES,
@@ -37,7 +45,8 @@ from k8s_backend.kube.port import (
 )
 from k8s_backend.pods.constants import DRIVER_ROLE, SPARK_APP_ID_LABEL, SPARK_ROLE_LABEL
 
-KINDS: tuple[Resource, ...] = (PODS, SERVICES, CONFIG_MAPS, PVCS)
+KINDS: tuple[Resource, ...] = (PODS, SERVICES, CONFIG_MAPS, PVCS, LEASES)  # the Lease last: deleted last
+CLOCK_SKEW = 30.0  # seconds of disagreement allowed between the driver's clock and this one
 
 
 @attrs.frozen
@@ -117,8 +126,53 @@ def _has_live_executor(objects: Iterable[Leftover]) -> bool:
     )
 
 
+def _ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _heartbeat(
+    api: KubernetesApi, namespace: str, objects: Sequence[Leftover], now: float
+) -> tuple[bool, str] | None:
+    """(delete, reason) from the heartbeat Leases the objects name or are; None when there is none."""
+    leases = {o.name: o.obj for o in objects if o.resource == LEASES}
+    named = {
+        str(note)
+        for o in objects
+        if (note := ((o.obj.get("metadata") or {}).get("annotations") or {}).get(HEARTBEAT_LEASE_ANNOTATION))
+    }
+    if not leases and not named:
+        return None
+    for name in sorted(named - set(leases)):
+        try:  # read by name: a -l selector would not match the Lease, which has no user labels
+            leases[name] = api.get(LEASES, namespace, name)
+        except NotFoundError:
+            continue
+    if not leases:
+        created = [parse_time((o.obj.get("metadata") or {}).get("creationTimestamp")) for o in objects]
+        if any(t is None or now - t < CLOCK_SKEW for t in created):
+            return False, f"its heartbeat lease {min(named)} does not exist yet (a driver starting?): kept"
+        return True, f"its driver's heartbeat lease {min(named)} is gone"
+    expiries = {name: lease_expiry(lease) for name, lease in leases.items()}
+    if any(expiry is None for expiry in expiries.values()):
+        return False, "its heartbeat lease has no renew time or duration: kept"
+    latest = max(e for e in expiries.values() if e is not None)
+    if now <= latest + CLOCK_SKEW:
+        return False, f"its driver's heartbeat is fresh (expires in {_ago(latest - now)})"
+    return True, f"its driver's heartbeat expired {_ago(now - latest)} ago"
+
+
 def judge(
-    api: KubernetesApi, namespace: str, app_id: str, objects: Sequence[Leftover], *, all_orphans: bool
+    api: KubernetesApi,
+    namespace: str,
+    app_id: str,
+    objects: Sequence[Leftover],
+    *,
+    all_orphans: bool,
+    now: float = 0.0,
 ) -> Verdict:
     """Apply the module's rules to one application's objects."""
     live = tuple(o for o in objects if not (o.obj.get("metadata") or {}).get("deletionTimestamp"))
@@ -135,6 +189,9 @@ def judge(
         if alive:
             return verdict(False, f"its driver pod {alive[0]} exists")
         return verdict(True, f"its driver pod {sorted(owners)[0][0]} is gone")
+    heartbeat = _heartbeat(api, namespace, objects, now)
+    if heartbeat is not None:
+        return verdict(*heartbeat)
     if not all_orphans:
         return verdict(False, "no driver pod is known (client mode?): kept; --all-orphans deletes it")
     if _has_live_executor(objects):
@@ -150,10 +207,14 @@ def collect_garbage(
     dry_run: bool = False,
     all_orphans: bool = False,
     selector: str = "",
+    now: float = 0.0,
 ) -> list[Verdict]:
-    """Judge every application found, delete what rule 2 (or 3 with ``all_orphans``) allows; report."""
+    """Judge every application found, delete what rules 2 and 3 (or 4 with ``all_orphans``) allow; report.
+
+    ``now``: the wall-clock time (seconds since the epoch) heartbeat Leases are compared with.
+    """
     verdicts = [
-        judge(api, ns, app_id, objects, all_orphans=all_orphans)
+        judge(api, ns, app_id, objects, all_orphans=all_orphans, now=now)
         for (ns, app_id), objects in sorted(collect(api, namespace, selector).items())
     ]
     deleted = 0

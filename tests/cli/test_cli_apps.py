@@ -140,11 +140,12 @@ def test_kill_reports_pods_that_do_not_go_away() -> None:
     assert "Still terminating after 3s: default/d" in result.err
 
 
-def test_kill_refuses_client_mode_applications(fake: FakeKubernetes) -> None:
+def test_kill_of_a_client_mode_application_deletes_its_executors(fake: FakeKubernetes) -> None:
     result = cli(["kill", *M, CLIENT_APP], fake)
-    assert result.code == 1
-    assert "its driver runs outside the cluster (client mode)" in result.err
-    assert fake.calls_of("delete", PODS) == []
+    assert result.code == 0, result.err
+    assert "notebook-exec-1" not in [p["metadata"]["name"] for p in fake.objects(PODS)]
+    assert f"Deleted the executor pods of client-mode application {CLIENT_APP}" in result.err
+    assert "pi-abc-driver" in [p["metadata"]["name"] for p in fake.objects(PODS)]  # others untouched
 
 
 def test_spark_submit_kill_flag_is_the_kill_command(fake: FakeKubernetes) -> None:

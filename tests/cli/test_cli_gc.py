@@ -159,3 +159,90 @@ def test_gc_checks_delete_permissions_unless_it_is_a_dry_run() -> None:
     assert "missing permission: delete persistentvolumeclaims in namespace default" in result.err
     assert names(fake) == before
     assert cli(["gc", *M, "--dry-run"], AccessReviews(fake, denied={("delete", "pods")})).code == 0
+
+
+# --- client mode with a heartbeat Lease (k8s_backend.heartbeat) --------------------------------------
+
+NOW = 1_800_000_000.0
+DEAD, LIVE = "spark-" + "7" * 32, "spark-" + "8" * 32
+
+
+def heartbeat_app(fake: FakeKubernetes, app_id: str, *, renewed: float | None) -> None:
+    """A client-mode application whose objects name its heartbeat Lease (None: the Lease is gone)."""
+    from k8s_backend.kube.labels import HEARTBEAT_LEASE_ANNOTATION
+    from k8s_backend.kube.leases import heartbeat_lease, heartbeat_lease_name
+    from k8s_backend.kube.port import LEASES
+
+    lease = heartbeat_lease_name(app_id)
+    short = app_id[-3:]
+    for name, phase in ((f"{short}-exec-1", "Running"), (f"{short}-exec-2", None)):  # exec-2 stays Pending
+        body = meta(name, app_id, "executor")
+        body["annotations"] = {HEARTBEAT_LEASE_ANNOTATION: lease}
+        add(fake, PODS, body, phase)
+    conf = meta(f"{short}-conf", app_id, "executor")
+    conf["annotations"] = {HEARTBEAT_LEASE_ANNOTATION: lease}
+    add(fake, CONFIG_MAPS, conf)
+    if renewed is not None:
+        body = heartbeat_lease(lease, "default", app_id, holder="h/1", duration=60, now=renewed)
+        fake.create(LEASES, "default", body)
+
+
+def all_names(fake: FakeKubernetes) -> set[str]:
+    from k8s_backend.kube.port import LEASES
+
+    return names(fake) | {o["metadata"]["name"] for o in fake.objects(LEASES)}
+
+
+def test_an_expired_heartbeat_deletes_everything_pending_pods_included_and_a_fresh_one_keeps_it() -> None:
+    fake = FakeKubernetes()
+    heartbeat_app(fake, DEAD, renewed=NOW - 360)  # expired 5m ago (60 s lease)
+    heartbeat_app(fake, LIVE, renewed=NOW - 10)
+    result = cli(["gc", *M], fake, wall_clock=lambda: NOW)
+    assert result.code == 0, result.err
+    assert all_names(fake) == {"888-exec-1", "888-exec-2", "888-conf", f"{LIVE}-driver-heartbeat"}
+    assert f"application {DEAD} in default: its driver's heartbeat expired 5m ago" in result.err
+    assert f"keep application {LIVE} in default: its driver's heartbeat is fresh" in result.err
+    assert "deleted pod default/777-exec-2" in result.out
+    assert f"deleted lease default/{DEAD}-driver-heartbeat" in result.out
+    assert "gc: 4 objects deleted" in result.err
+
+
+def test_a_lease_just_past_its_duration_is_kept_within_the_clock_skew_allowance() -> None:
+    fake = FakeKubernetes()
+    heartbeat_app(fake, DEAD, renewed=NOW - 61)
+    cli(["gc", *M], fake, wall_clock=lambda: NOW)
+    assert "777-exec-2" in all_names(fake)
+
+
+def test_dry_run_says_why_it_would_delete_an_expired_heartbeats_application() -> None:
+    fake = FakeKubernetes()
+    heartbeat_app(fake, DEAD, renewed=NOW - 360)
+    before = all_names(fake)
+    result = cli(["gc", *M, "--dry-run"], fake, wall_clock=lambda: NOW)
+    assert all_names(fake) == before
+    assert f"application {DEAD} in default: its driver's heartbeat expired 5m ago" in result.err
+    assert "would delete pod default/777-exec-2" in result.out
+    assert "4 objects would be deleted" in result.err
+
+
+def test_objects_naming_a_lease_that_is_gone_are_deleted() -> None:
+    fake = FakeKubernetes()
+    heartbeat_app(fake, DEAD, renewed=None)
+    result = cli(["gc", *M], fake, wall_clock=lambda: NOW)
+    assert all_names(fake) == set()
+    assert f"its driver's heartbeat lease {DEAD}-driver-heartbeat is gone" in result.err
+
+
+def test_young_objects_naming_a_lease_not_created_yet_are_kept() -> None:
+    fake = FakeKubernetes()
+    heartbeat_app(fake, DEAD, renewed=None)
+    result = cli(["gc", *M], fake, wall_clock=lambda: fake.clock.now() + 5)  # objects 5 s old
+    assert "777-exec-1" in all_names(fake)
+    assert "does not exist yet" in result.err
+
+
+def test_a_selector_does_not_hide_a_fresh_lease() -> None:
+    fake = FakeKubernetes()
+    heartbeat_app(fake, LIVE, renewed=NOW - 10)
+    cli(["gc", *M, "-l", "spark-role=executor"], fake, wall_clock=lambda: NOW)  # the Lease has no role
+    assert "888-exec-2" in all_names(fake)
