@@ -8,6 +8,7 @@ from __future__ import annotations
 import attrs
 
 from k8s_backend.kube.port import ApiError, Obj, Resource, error_for_status
+from k8s_backend.kube.status import failure_body
 
 
 def resource_name(resource: Resource) -> str:
@@ -17,18 +18,7 @@ def resource_name(resource: Resource) -> str:
 
 def status_body(status: int, reason: str, message: str, details: Obj | None = None) -> Obj:
     """A ``metav1.Status`` failure object."""
-    body: Obj = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": status,
-    }
-    if details is not None:
-        body["details"] = details
-    return body
+    return failure_body(status, message, reason, details)
 
 
 def api_error(

@@ -10,24 +10,12 @@ from typing import Any
 import attrs
 
 from k8s_backend.kube.port import ApiError, Resource
+from k8s_backend.kube.status import reason_for
 from k8s_backend.testing.fake_errors import api_error
 
 VERBS = ("create", "get", "list", "watch", "patch", "delete", "delete_collection", "update")
 """The verbs calls are recorded under and faults can target ('*' targets all of them)."""
 
-_REASONS = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    409: "Conflict",
-    410: "Expired",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-}
 
 
 @attrs.frozen
@@ -138,7 +126,7 @@ class FaultInjector:
                         self._faults.remove(fault)
                 return api_error(
                     fault.status,
-                    _REASONS.get(fault.status, "InternalError" if fault.status >= 500 else "Unknown"),
+                    reason_for(fault.status),
                     fault.message,
                     retry_after=fault.retry_after,
                 )

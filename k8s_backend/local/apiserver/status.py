@@ -5,39 +5,12 @@ from __future__ import annotations
 import math
 
 from k8s_backend.kube.port import ApiError, Obj
-
-_REASONS = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    406: "NotAcceptable",
-    409: "Conflict",
-    410: "Expired",
-    415: "UnsupportedMediaType",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-}
+from k8s_backend.kube.status import failure_body
 
 
 def failure(code: int, message: str, reason: str | None = None, details: Obj | None = None) -> Obj:
     """A ``Status`` with ``status: Failure``."""
-    body: Obj = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason or _REASONS.get(code, "InternalError" if code >= 500 else "Unknown"),
-        "code": code,
-    }
-    if details:
-        body["details"] = details
-    return body
+    return failure_body(code, message, reason, details)
 
 
 def success(details: Obj | None = None) -> Obj:
