@@ -160,6 +160,27 @@ def test_the_cluster_is_checked_before_the_driver_starts(app: Path) -> None:
     assert runtime.prepared == []
 
 
+def test_the_heartbeat_lease_permissions_are_checked_before_the_driver_starts(app: Path) -> None:
+    runtime = RecordingRuntime()
+    result = cli(
+        ["submit", "--master", MASTER, "--conf", IMAGE, str(app)],
+        AccessReviews(FakeKubernetes(), denied={("patch", "leases")}),
+        runtime=runtime,
+    )
+    assert result.code == 2
+    assert "missing permission: patch leases" in result.err, result.err
+    assert runtime.prepared == []
+    disabled = cli(
+        [
+            "submit", "--master", MASTER, "--conf", IMAGE,
+            "--conf", "spark.kubernetes.driver.heartbeat.enabled=false", str(APPS / "fail.py"), "0",
+        ],
+        AccessReviews(FakeKubernetes(), denied={("patch", "leases")}),
+        runtime=RecordingRuntime(),
+    )
+    assert disabled.code == 0, disabled.err
+
+
 def test_the_local_cluster_needs_no_preflight() -> None:
     runtime = RecordingRuntime()
     fake = FakeKubernetes()

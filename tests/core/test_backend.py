@@ -19,7 +19,8 @@ def test_start_creates_the_config_map_before_requesting_executors(harness: Harne
     harness.run()
     verbs = [(c.verb, c.resource_plural) for c in harness.fake.calls if c.verb == "create"]
     assert verbs[0] == ("create", "configmaps")
-    assert list(verbs[1:]) == [("create", "pods")] * 3
+    # Then the client-mode driver's heartbeat Lease, which every executor names, then the executors.
+    assert list(verbs[1:]) == [("create", "leases")] + [("create", "pods")] * 3
     config_map = harness.fake.objects(CONFIG_MAPS, "default")[0]
     assert config_map["metadata"]["labels"]["spark-app-selector"] == APP_ID
 

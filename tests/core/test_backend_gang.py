@@ -232,7 +232,14 @@ def test_the_pod_group_is_deleted_at_stop() -> None:
 def test_a_pod_group_left_by_an_earlier_driver_is_reused() -> None:
     h = make_harness(VOLCANO)
     h.fake.create(
-        POD_GROUPS, "default", {"kind": "PodGroup", "metadata": {"name": GROUP}, "spec": {"minMember": 3}}
+        POD_GROUPS,
+        "default",
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": GROUP},
+            "spec": {"minMember": 3},
+        },
     )
     h.backend.start()
     h.run()
