@@ -35,7 +35,7 @@ from k8s_backend.pods.constants import (
 )
 from k8s_backend.pods.names import app_name_label
 from k8s_backend.pods.objects import add_volume_mounts, add_volumes, owner_reference, section, upsert_named
-from k8s_backend.pods.template import TEMPLATE_KEY, read_template_file, select_spark_container
+from k8s_backend.pods.template import read_template_file, select_spark_container
 
 DRIVER_CONTAINER_NAME = "spark-kubernetes-driver"
 CONF_VOLUME = "spark-conf-volume-driver"
@@ -113,10 +113,11 @@ def _template(properties: Mapping[str, str]) -> tuple[Obj, Obj, int]:
         return {}, {}, 0
     try:
         loaded = select_spark_container(
-            read_template_file(path), properties.get("spark.kubernetes.driver.podTemplateContainerName")
+            read_template_file(path, key=DRIVER_TEMPLATE_KEY),
+            properties.get("spark.kubernetes.driver.podTemplateContainerName"),
         )
     except ConfigError as error:
-        raise UsageError(str(error).replace(TEMPLATE_KEY, DRIVER_TEMPLATE_KEY)) from None
+        raise UsageError(str(error)) from None
     return copy.deepcopy(loaded.pod), copy.deepcopy(loaded.container), loaded.container_index
 
 

@@ -40,48 +40,50 @@ class PodTemplate:
 EMPTY_TEMPLATE = PodTemplate(pod={}, container={})
 
 
-def _fail(path: str, problem: str, cause: BaseException | None = None) -> ConfigError:
-    error = ConfigError(
-        f"Could not load the executor pod template {TEMPLATE_KEY}={path!r}: {problem}",
-        key=TEMPLATE_KEY,
-        value=path,
-    )
+def _fail(
+    path: str, problem: str, cause: BaseException | None = None, *, key: str = TEMPLATE_KEY
+) -> ConfigError:
+    role = "driver" if ".driver." in key else "executor"
+    message = f"Could not load the {role} pod template {key}={path!r}: {problem}"
+    error = ConfigError(message, key=key, value=path)
     error.__cause__ = cause
     return error
 
 
-def _local_path(path: str) -> str:
+def _local_path(path: str, key: str) -> str:
     parsed = urllib.parse.urlparse(path)
     if parsed.scheme in ("", "file", "local"):
         return urllib.parse.unquote(parsed.path) if parsed.scheme else path
     if len(parsed.scheme) == 1:  # a Windows drive letter, e.g. C:\templates\exec.yaml
         return path
-    raise _fail(path, f"only local files are supported (got a {parsed.scheme}:// URI); copy it locally")
+    raise _fail(
+        path, f"only local files are supported (got a {parsed.scheme}:// URI); copy it locally", key=key
+    )
 
 
-def read_template_file(path: str) -> Obj:
-    """Read and check a pod template (YAML or JSON)."""
-    local = _local_path(path)
+def read_template_file(path: str, key: str = TEMPLATE_KEY) -> Obj:
+    """Read and check a pod template (YAML or JSON); errors name ``key``, the property that gave it."""
+    local = _local_path(path, key)
     try:
         with open(local, encoding="utf-8") as handle:
             document: Any = yaml.safe_load(handle)
     except OSError as exc:
-        raise _fail(path, f"cannot read it ({exc.strerror or exc})", exc) from exc
+        raise _fail(path, f"cannot read it ({exc.strerror or exc})", exc, key=key) from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise _fail(path, f"it is not valid YAML or JSON ({exc})", exc) from exc
+        raise _fail(path, f"it is not valid YAML or JSON ({exc})", exc, key=key) from exc
     if not isinstance(document, dict):
-        raise _fail(path, f"expected a Pod object, got {type(document).__name__}")
+        raise _fail(path, f"expected a Pod object, got {type(document).__name__}", key=key)
     kind = document.get("kind", "Pod")
     if kind != "Pod":
-        raise _fail(path, f"expected kind: Pod, got kind: {kind}")
+        raise _fail(path, f"expected kind: Pod, got kind: {kind}", key=key)
     for field in ("metadata", "spec"):
         if document.get(field) is not None and not isinstance(document[field], dict):
-            raise _fail(path, f"{field} must be a mapping")
+            raise _fail(path, f"{field} must be a mapping", key=key)
     containers = (document.get("spec") or {}).get("containers")
     if containers is not None and (
         not isinstance(containers, list) or not all(isinstance(c, dict) for c in containers)
     ):
-        raise _fail(path, "spec.containers must be a list of containers")
+        raise _fail(path, "spec.containers must be a list of containers", key=key)
     return document
 
 

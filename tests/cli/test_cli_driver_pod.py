@@ -264,8 +264,10 @@ def test_a_driver_pod_template_is_the_starting_point(app: Path, tmp_path: Path) 
     main = p.pod["spec"]["containers"][1]
     assert main["image"] == "spark:py"
     assert {"name": "KEEP", "value": "1"} in main["env"]
-    with pytest.raises(UsageError, match="spark.kubernetes.driver.podTemplateFile"):
+    with pytest.raises(UsageError, match="spark.kubernetes.driver.podTemplateFile") as caught:
         plan(submission(app, "--conf", f"spark.kubernetes.driver.podTemplateFile={tmp_path / 'no.yaml'}"))
+    assert "Could not load the driver pod template" in str(caught.value)
+    assert "executor" not in str(caught.value)
 
 
 def test_driver_resources_follow_spark_rules() -> None:
