@@ -22,6 +22,7 @@ from k8s_backend.cli.driver_files import APP_FILES_DIR, DriverFiles, conf_items,
 from k8s_backend.cli.driver_sizing import driver_ports, driver_resources
 from k8s_backend.cli.errors import UsageError
 from k8s_backend.conf import syntax
+from k8s_backend.conf.units import parse_bool
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.constants import (
@@ -230,6 +231,10 @@ def build_driver_pod(
     )
     container.pop("command", None)  # the image's entrypoint passes our arguments through
     container["args"] = list(args)
+    # As Spark 4.3 does for its containers: always set, over a template's value (the rest of a
+    # template's securityContext is kept).
+    security = section(container, "securityContext")
+    security["allowPrivilegeEscalation"] = _allow_privilege_escalation(properties)
     env = _env(properties, names.app_id)
     if token_secret:
         env.append({"name": driver_token.TOKEN_FILE_ENV, "value": driver_token.TOKEN_FILE})
@@ -269,6 +274,18 @@ def build_driver_pod(
     pod["apiVersion"] = "v1"
     pod["kind"] = "Pod"
     return pod
+
+
+def _allow_privilege_escalation(properties: Mapping[str, str]) -> bool:
+    """``spark.kubernetes.driver.securityContext.allowPrivilegeEscalation``, else the shared key, else
+    false (Spark 4.3's default)."""
+    for key in (
+        "spark.kubernetes.driver.securityContext.allowPrivilegeEscalation",
+        "spark.kubernetes.securityContext.allowPrivilegeEscalation",
+    ):
+        if key in properties:
+            return parse_bool(properties[key], key=key)
+    return False
 
 
 def build_service(properties: Mapping[str, str], names: DriverNames, driver_pod: Obj) -> Obj:

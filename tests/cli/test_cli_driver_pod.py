@@ -86,6 +86,27 @@ def test_the_driver_pod_is_spark_shaped(app: Path) -> None:
     assert {"name": "spark-conf-volume-driver", "mountPath": "/opt/spark/conf"} in c["volumeMounts"]
 
 
+@pytest.mark.parametrize(
+    ("extra", "allowed"),
+    [
+        ([], False),  # Spark 4.3's default, for the driver as for the executors
+        (["--conf", "spark.kubernetes.securityContext.allowPrivilegeEscalation=true"], True),
+        (
+            [
+                "--conf", "spark.kubernetes.securityContext.allowPrivilegeEscalation=true",
+                "--conf", "spark.kubernetes.driver.securityContext.allowPrivilegeEscalation=false",
+            ],
+            False,
+        ),
+    ],
+)
+def test_the_driver_container_sets_allow_privilege_escalation(
+    app: Path, extra: list[str], allowed: bool
+) -> None:
+    security = container(plan(submission(app, *extra)))["securityContext"]
+    assert security == {"allowPrivilegeEscalation": allowed}
+
+
 def test_the_container_runs_our_client_mode_on_the_shipped_files(app: Path, tmp_path: Path) -> None:
     dep = tmp_path / "dep.py"
     dep.write_text("X = 1\n")
