@@ -19,7 +19,6 @@ import logging
 import os
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import attrs
 import yaml
@@ -28,6 +27,7 @@ from kubernetes import config as _config
 from kubernetes.config import incluster_config as _incluster
 
 from k8s_backend.errors import ConfigError
+from k8s_backend.kube import masters
 from k8s_backend.kube.settings import ApiClientConf
 
 log = logging.getLogger(__name__)
@@ -64,20 +64,15 @@ class ClientSettings:
 
 def normalize_master(master: str) -> str:
     """The API server URL of a master (``k8s://`` stripped; a bare ``host:port`` means https)."""
-    url = master.strip()
-    if url.startswith("k8s://"):
-        url = url[len("k8s://") :]
-    if "://" not in url:
-        url = "https://" + url
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    parsed = masters.parse_master(master, key=KEYS["master"], schemes=("k8s://",), scheme_required=False)
+    if parsed.kind is not masters.MasterKind.API_SERVER:  # "k8s://" alone names no API server
         raise ConfigError(
             f"{KEYS['master']}={master!r} is not a Kubernetes API server URL; "
             "use k8s://https://HOST:PORT (or http://HOST:PORT for a local test server)",
             key=KEYS["master"],
             value=master,
         )
-    return url.rstrip("/")
+    return parsed.api_server
 
 
 def build_client_settings(
