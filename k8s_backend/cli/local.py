@@ -8,9 +8,9 @@ import sys
 import threading
 from typing import Any, TextIO
 
+from k8s_backend.local.images import default_spark_image
 from k8s_backend.local.kubelet.nodes import Node
 
-DEFAULT_IMAGE = "apache/spark:4.0.0"
 LOOPBACK_NAMES = ("localhost",)
 
 
@@ -58,7 +58,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stop-grace", type=float, default=3.0, help="SIGTERM→SIGKILL grace on exit, seconds"
     )
-    parser.add_argument("--image", default=DEFAULT_IMAGE, help="image name shown in the Spark example")
+    parser.add_argument(
+        "--image",
+        default=default_spark_image(),
+        help="image name shown in the Spark example (default: the installed pyspark's version)",
+    )
 
 
 def _nodes(args: argparse.Namespace) -> list[Node] | None:

@@ -376,9 +376,6 @@ def _default_local_cluster() -> contextlib.AbstractContextManager[Any]:
 
 
 def _local_image() -> str:
-    from importlib import metadata
+    from k8s_backend.local.images import default_spark_image
 
-    try:
-        return f"apache/spark:{metadata.version('pyspark')}"
-    except metadata.PackageNotFoundError:
-        return "apache/spark:latest"
+    return default_spark_image()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 from k8s_backend.kube.port import NAMESPACES, PODS, ApiError
+from k8s_backend.local.images import default_spark_image
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
 from k8s_backend.testing.fake import FakeKubernetes
 
@@ -182,6 +183,17 @@ class LocalCluster:
     ) -> None:
         self.stop()
 
+    def __repr__(self) -> str:
+        if self._stopped:
+            state = "stopped"
+        elif self._started and self._server is not None:
+            state = f"running at {self._server.url}"
+        else:
+            state = "not started"
+        processes = "processes" if self._run_processes else "no processes"
+        nodes = ", ".join(f"{n.name} ({n.allocatable})" for n in self._nodes)
+        return f"<LocalCluster {state}; {processes}; nodes: {nodes}>"
+
     # -- what users reach for ------------------------------------------------------------------------
 
     @property
@@ -233,12 +245,13 @@ class LocalCluster:
         self._apis.append(api)
         return api
 
-    def spark_conf(self, image: str = "apache/spark:4.0.0", namespace: str = "default") -> dict[str, str]:
-        """Spark properties for client mode against this cluster (driver on 127.0.0.1)."""
+    def spark_conf(self, image: str | None = None, namespace: str = "default") -> dict[str, str]:
+        """Spark properties for client mode against this cluster (driver on 127.0.0.1); the image
+        defaults to :func:`default_spark_image`."""
         conf = {
             "spark.master": self.master,
             "spark.submit.deployMode": "client",
-            "spark.kubernetes.container.image": image,
+            "spark.kubernetes.container.image": image or default_spark_image(),
             "spark.kubernetes.namespace": namespace,
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",

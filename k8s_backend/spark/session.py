@@ -11,7 +11,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from k8s_backend.errors import ConfigError, K8sBackendError
+from k8s_backend.errors import ConfigError
+from k8s_backend.local.images import default_spark_image
 from k8s_backend.spark.factory import BackendCreator, BackendFactory, local_defaults
 from k8s_backend.spark.gateway import install_factory, launch, set_default_master
 from k8s_backend.spark.jar import bridge_jar, installed_pyspark
@@ -138,10 +139,7 @@ def with_master_defaults(master: str, properties: dict[str, str]) -> dict[str, s
 
 def default_local_image() -> str:
     """The image name executor pods get on a local cluster (its kubelet runs the installed pyspark)."""
-    try:
-        return f"apache/spark:{installed_pyspark().version}"
-    except K8sBackendError:
-        return "apache/spark:latest"
+    return default_spark_image()
 
 
 def as_properties(conf: Properties | Any | None) -> dict[str, str]:

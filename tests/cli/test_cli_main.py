@@ -54,3 +54,15 @@ def test_the_console_script_runs_as_a_module() -> None:
     )
     assert done.returncode == 2
     assert "--conf bad: a Spark property is written key=value" in done.stderr
+
+
+def test_python_dash_m_k8s_backend_is_the_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "k8s_backend", "submit", "--conf", "bad"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--conf bad: a Spark property is written key=value" in done.stderr

@@ -238,3 +238,16 @@ def test_the_kubeconfig_is_readable_by_its_owner_only(tmp_path: Path) -> None:
             assert cluster.kubeconfig.stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(old_umask)
+
+
+def test_the_repr_says_where_it_runs_and_the_image_follows_pyspark() -> None:
+    from importlib import metadata
+
+    cluster = LocalCluster(run_processes=False)
+    nodes = "nodes: node-1 (cpu=100000, memory=1000Ti)"
+    assert repr(cluster) == f"<LocalCluster not started; no processes; {nodes}>"
+    with cluster:
+        assert repr(cluster).startswith(f"<LocalCluster running at {cluster.url}; no processes;")
+        image = cluster.spark_conf()["spark.kubernetes.container.image"]
+        assert image == f"apache/spark:{metadata.version('pyspark')}"
+    assert repr(cluster).startswith("<LocalCluster stopped;")
