@@ -304,9 +304,12 @@ def dynamic_allocation_scenario(out: Path) -> None:
         os.kill(processes[victim], signal.SIGKILL)
         lost = wait_until(lambda: victim in removed_executors(spark))
         replaced = recorder.wait_for(lambda r: any(v.name not in before and v.live for v in r.views()))
+        # The replacement's JVM starts a while after its pod (long on a loaded machine): wait for its
+        # process while the held job keeps every executor, so its session is among those checked at stop.
+        replacement_running = wait_until(lambda: len(set(note_processes()) - {victim}) >= 3)
         report.step(
             "killed", victim=victim, lost_seen=lost, removed_after_kill=removed_executors(spark),
-            replacement_created=replaced, pods_after_kill=pods(),
+            replacement_created=replaced, replacement_running=replacement_running, pods_after_kill=pods(),
         )  # fmt: skip
         result = job.release()
         failed, completed = job.task_counts()

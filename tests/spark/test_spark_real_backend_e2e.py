@@ -66,6 +66,7 @@ def test_dynamic_allocation_an_executor_killed_mid_job_and_stop(tmp_path: Path) 
     assert "exit code 137" in reason
     assert "SIGKILL" in reason
     assert seen["replacement_created"], seen["pods_after_kill"]
+    assert seen["replacement_running"], "the replacement executor's process never started"
     assert any(pod["executor_id"] == "4" for pod in seen["pods_after_kill"])
 
     # The lost task was retried and the answer is right.
