@@ -1,5 +1,6 @@
 """What an application is, decided and checked before anything is created on the cluster or any
-thread starts: its executor identity, the config map and PodGroup it needs, and how its pods are read."""
+thread starts: its executor identity, the config map, auth Secret and PodGroup it needs, and how its
+pods are read."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from k8s_backend.errors import ConfigError
 from k8s_backend.gang.setup import GangSetup
 from k8s_backend.kube.leases import heartbeat_lease_for
 from k8s_backend.kube.port import KubernetesApi
+from k8s_backend.pods.auth_secret import build_executor_auth_secret, executor_auth_secret_name
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.config_map import build_executor_config_map, executor_config_map_name
 from k8s_backend.pods.names import resource_name_prefix
+from k8s_backend.pods.steps.basic import resolve_auth_secret
 from k8s_backend.snapshots.states import PodStateRules
 
 
@@ -51,19 +54,33 @@ def plan_application(
     gang: GangSetup,
     builder: ExecutorPodBuilder,
 ) -> Application:
-    """The executor identity, the config map and the PodGroup (the driver pod must exist)."""
+    """The executor identity, the config map, the auth Secret and the PodGroup (the driver pod must
+    exist)."""
     driver_pod = fetch_driver_pod(api, conf.namespace, conf.driver.pod_name)
+    unique = secrets.token_hex(5)
+    lease = heartbeat_lease_for(
+        app_id, driver_pod_name=conf.driver.pod_name, enabled=conf.driver.heartbeat_enabled
+    )
     config_map = None
     if not conf.executor.disable_config_map:
         config_map = build_executor_config_map(
             conf,
             app_id=app_id,
-            name=executor_config_map_name(secrets.token_hex(5)),
+            name=executor_config_map_name(unique),
             driver_pod=driver_pod,
             conf_dir=builder.facts.conf_dir,
-            heartbeat_lease=heartbeat_lease_for(
-                app_id, driver_pod_name=conf.driver.pod_name, enabled=conf.driver.heartbeat_enabled
-            ),
+            heartbeat_lease=lease,
+        )
+    auth_secret = None
+    secret_value = resolve_auth_secret(conf, builder.facts)
+    if secret_value is not None:  # in a Secret, not in every pod spec as Spark does
+        auth_secret = build_executor_auth_secret(
+            conf,
+            app_id=app_id,
+            name=executor_auth_secret_name(unique),
+            secret=secret_value,
+            driver_pod=driver_pod,
+            heartbeat_lease=lease,
         )
     identity = AllocatorIdentity(
         app_id=app_id,
@@ -71,6 +88,7 @@ def plan_application(
         pod_name_prefix=conf.executor.pod_name_prefix or resource_name_prefix(conf.app_name),
         driver_pod=driver_pod,
         config_map_name=None if config_map is None else config_map["metadata"]["name"],
+        auth_secret_name=None if auth_secret is None else auth_secret["metadata"]["name"],
     )
     pod_group = gang.pod_group(builder, app_id=app_id, driver_url=driver_url, driver_pod=driver_pod)
     return Application(
@@ -81,5 +99,5 @@ def plan_application(
         builder=builder,
         identity=identity,
         rules=PodStateRules(conf.executor.container_name, conf.snapshots.check_all_containers),
-        plan=StartPlan(pod_group=pod_group, config_map=config_map),
+        plan=StartPlan(pod_group=pod_group, config_map=config_map, auth_secret=auth_secret),
     )

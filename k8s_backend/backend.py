@@ -70,6 +70,7 @@ class StartPlan:
 
     pod_group: Obj | None = None  # the Volcano PodGroup, created first (SPARK-38794)
     config_map: Obj | None = None  # the executor ConfigMap
+    auth_secret: Obj | None = attrs.field(default=None, repr=False)  # the executor auth Secret
     heartbeat: Callable[[], object] | None = None  # creates a client-mode driver's heartbeat Lease
     recover: Callable[[], int] | None = None  # adopts an earlier driver's pods; returns the next id
     wait_for_driver: Callable[[], object] | None = None  # waits (briefly) for the driver pod to be Ready
@@ -181,6 +182,9 @@ class KubernetesClusterSchedulerBackend:
         if plan.config_map is not None:
             config_map = plan.config_map
             steps.append(lambda: parts.operations.create_config_map(config_map))
+        if plan.auth_secret is not None:  # before the pods that read it
+            auth_secret = plan.auth_secret
+            steps.append(lambda: parts.operations.create_auth_secret(auth_secret))
         if plan.heartbeat is not None:  # before the executor pods that name it (gc spares young objects)
             steps.append(plan.heartbeat)
         if plan.recover is not None:

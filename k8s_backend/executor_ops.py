@@ -17,6 +17,7 @@ from k8s_backend.kube.port import (
     CONFIG_MAPS,
     POD_GROUPS,
     PODS,
+    SECRETS,
     STRATEGIC_MERGE_PATCH,
     ConflictError,
     KubernetesApi,
@@ -67,6 +68,12 @@ class ExecutorOperations:
         except ConflictError:
             # A restarted driver re-attaching to its application finds the map already there.
             log.info("Executor config map %s already exists", body.get("metadata", {}).get("name"))
+
+    def create_auth_secret(self, body: Obj) -> None:
+        try:
+            self._api.create(SECRETS, self._namespace, body)
+        except ConflictError:  # a retried create that had landed (the name is this start's own)
+            log.info("Executor auth secret %s already exists", body.get("metadata", {}).get("name"))
 
     def wait_for_driver_ready(self, name: str, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the driver pod to be Ready: its Service's DNS name does not

@@ -20,6 +20,7 @@ from k8s_backend.kube.port import (
     POD_GROUPS,
     PODS,
     PVCS,
+    SECRETS,
     SERVICES,
     ApiError,
     KubernetesApi,
@@ -35,6 +36,7 @@ DELETE_STEPS = (
     "delete the application's PVCs",
     "delete the executor pods",
     "delete the executor config maps",
+    "delete the executor auth secrets",
     "delete the PodGroup",
     "delete the heartbeat lease",
 )
@@ -65,6 +67,7 @@ def build_stop_sequence(
     owns_api: bool,
     has_config_map: bool,
     has_pod_group: bool,
+    has_auth_secret: bool = False,
     delete_heartbeat: Callable[[], None] | None = None,
 ) -> StopSequence:
     """``delete_heartbeat``: stops and deletes a client-mode driver's heartbeat Lease, after the executors
@@ -82,6 +85,7 @@ def build_stop_sequence(
         scheduler,
         has_config_map=has_config_map,
         has_pod_group=has_pod_group,
+        has_auth_secret=has_auth_secret,
     )
     if delete_heartbeat is not None:
         steps.append(("delete the heartbeat lease", delete_heartbeat))
@@ -110,6 +114,7 @@ def _stop_steps(
     *,
     has_config_map: bool,
     has_pod_group: bool,
+    has_auth_secret: bool = False,
 ) -> list[Step]:
     namespace = conf.namespace
     app = app_selector(app_id)
@@ -145,6 +150,8 @@ def _stop_steps(
         steps.append(("delete the executor pods", delete(PODS, executors)))
         if has_config_map:
             steps.append(("delete the executor config maps", delete(CONFIG_MAPS, executors)))
+    if has_auth_secret:  # even when the pods are kept: a secret outlives its use only as a leak
+        steps.append(("delete the executor auth secrets", delete(SECRETS, executors)))
     if has_pod_group:
         steps.append(("delete the PodGroup", delete(POD_GROUPS, app)))
     return steps

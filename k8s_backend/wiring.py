@@ -249,6 +249,7 @@ def _parts(
         owns_api=runtime.owns_api,
         has_config_map=app.plan.config_map is not None,
         has_pod_group=app.gang.volcano is not None,
+        has_auth_secret=app.plan.auth_secret is not None,
         delete_heartbeat=None if heartbeat is None else heartbeat.delete,
     )
     return BackendParts(

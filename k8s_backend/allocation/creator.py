@@ -156,6 +156,7 @@ class ExecutorPodCreator:
                     resource_profile=profile,
                     driver_pod=identity.driver_pod,
                     config_map_name=identity.config_map_name,
+                    auth_secret_name=identity.auth_secret_name,
                 )
             )
         except Exception as error:  # a builder bug or bad template must not kill the allocation thread

@@ -49,6 +49,7 @@ class AllocatorIdentity:
     pod_name_prefix: str
     driver_pod: Obj | None = None  # owner of the executor pods (and of reusable claims)
     config_map_name: str | None = None  # the executor config map, when one is created
+    auth_secret_name: str | None = None  # the Secret with the RPC auth secret, when one is created
 
 
 def _no_known_executors() -> Collection[int]:

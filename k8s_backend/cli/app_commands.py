@@ -22,7 +22,7 @@ from k8s_backend.cli.gc import collect_garbage
 from k8s_backend.cli.options import Target, add_cluster_options, connect_target
 from k8s_backend.conf import keys
 from k8s_backend.errors import ConfigError
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SERVICES, ApiError
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SECRETS, SERVICES, ApiError
 
 Handler = Callable[[argparse.Namespace, Dependencies], int]
 GRACE_KEY = "spark.kubernetes.appKillPodDeletionGracePeriod"
@@ -116,9 +116,15 @@ def _explain(
 
 KILL_NEEDS = [Permission("delete", PODS), Permission("deletecollection", PODS)]
 # What a client-mode application's stop deletes besides its pods (its driver is not in the cluster).
-KILL_CLIENT_NEEDS = [Permission("deletecollection", CONFIG_MAPS), Permission("delete", LEASES)]
+KILL_CLIENT_NEEDS = [
+    Permission("deletecollection", CONFIG_MAPS),
+    Permission("deletecollection", SECRETS),
+    Permission("delete", LEASES),
+]
 GC_READ_NEEDS = [Permission("list", LEASES), Permission("get", LEASES)]
-GC_DELETE_NEEDS = [Permission("delete", kind) for kind in (PODS, SERVICES, CONFIG_MAPS, PVCS, LEASES)]
+GC_DELETE_NEEDS = [
+    Permission("delete", kind) for kind in (PODS, SERVICES, CONFIG_MAPS, SECRETS, PVCS, LEASES)
+]
 
 
 def _find(target: Target, ids: list[str], selector: str, *, leases: bool = False) -> list[Application]:
@@ -210,5 +216,9 @@ def gc_command(args: argparse.Namespace, deps: Dependencies) -> int:
         return 0
 
     return _run(
-        args, deps, body, verb="list or delete", resource="pods, services, configmaps, PVCs or leases"
+        args,
+        deps,
+        body,
+        verb="list or delete",
+        resource="pods, services, configmaps, secrets, PVCs or leases",
     )

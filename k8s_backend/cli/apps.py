@@ -31,7 +31,7 @@ from k8s_backend.kube.labels import (
     role_selector,
 )
 from k8s_backend.kube.leases import heartbeat_lease_name, lease_expiry
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, KubernetesApi, NotFoundError, Obj
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS, KubernetesApi, NotFoundError, Obj
 
 DRIVERS = role_selector(DRIVER_ROLE)
 EXECUTORS = role_selector(EXECUTOR_ROLE)
@@ -303,6 +303,8 @@ def kill_client_mode(
     console.info(f"Deleted the executor pods of client-mode application {app.app_id} in {app.namespace}")
     api.delete_collection(CONFIG_MAPS, app.namespace, label_selector=selector)
     console.info("Deleted its executor ConfigMaps")
+    api.delete_collection(SECRETS, app.namespace, label_selector=selector)
+    console.info("Deleted its executor Secrets")
     for name in sorted(leases):
         try:
             api.delete(LEASES, app.namespace, name)

@@ -37,6 +37,7 @@ from k8s_backend.kube.port import (
     LEASES,
     PODS,
     PVCS,
+    SECRETS,
     SERVICES,
     KubernetesApi,
     NotFoundError,
@@ -45,7 +46,8 @@ from k8s_backend.kube.port import (
 )
 from k8s_backend.pods.constants import DRIVER_ROLE, SPARK_APP_ID_LABEL, SPARK_ROLE_LABEL
 
-KINDS: tuple[Resource, ...] = (PODS, SERVICES, CONFIG_MAPS, PVCS, LEASES)  # the Lease last: deleted last
+# The Lease last: it is deleted last.
+KINDS: tuple[Resource, ...] = (PODS, SERVICES, CONFIG_MAPS, SECRETS, PVCS, LEASES)
 CLOCK_SKEW = 30.0  # seconds of disagreement allowed between the driver's clock and this one
 
 

@@ -27,7 +27,8 @@ from k8s_backend.cli.cluster_api import Connector, Permission, official_connecti
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.submission import LOCAL_SCHEME, Submission, local_path, split_list
 from k8s_backend.kube.masters import MasterKind
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS
+from k8s_backend.pods.auth_secret import executors_need_auth_secret
 
 
 class DriverRuntime(Protocol):
@@ -72,6 +73,8 @@ def client_needs(sub: Submission) -> list[Permission]:
     needs = [Permission("create", PODS), Permission("watch", PODS), Permission("delete", PODS)]
     if not sub.conf.executor.disable_config_map:
         needs.append(Permission("create", CONFIG_MAPS))
+    if executors_need_auth_secret(sub.conf):
+        needs.append(Permission("create", SECRETS))
     if sub.conf.driver.heartbeat_enabled:  # the client-mode driver's heartbeat Lease (k8s_backend.heartbeat)
         needs += [Permission(verb, LEASES) for verb in ("create", "get", "patch", "delete")]
     return needs

@@ -15,6 +15,8 @@ class ExecutorPodRequest:
     ``driver_url`` is ``spark://CoarseGrainedScheduler@host:port``. ``driver_pod`` (when the driver runs
     in a pod) becomes the controller owner reference. ``config_map_name`` is the executor ConfigMap to
     mount at ``/opt/spark/conf``; None when ``spark.kubernetes.executor.disableConfigMap`` is set.
+    ``auth_secret_name`` is the Secret holding the RPC auth secret (see :mod:`k8s_backend.pods.auth_secret`);
+    without it, a needed secret is written into the pod's environment as Spark does.
     """
 
     executor_id: int
@@ -24,6 +26,7 @@ class ExecutorPodRequest:
     resource_profile: ResourceProfile
     driver_pod: Obj | None = None
     config_map_name: str | None = None
+    auth_secret_name: str | None = None
 
     @property
     def is_default_profile(self) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 from cli_support import cli
 
 from k8s_backend.cli.driver_pod import DRIVER_POD_ANNOTATION
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SERVICES, Resource
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SECRETS, SERVICES, Resource
 from k8s_backend.testing.fake import FakeKubernetes
 
 Obj = dict[str, Any]
@@ -31,6 +31,7 @@ def add(fake: FakeKubernetes, resource: Resource, metadata: Obj, phase: str | No
         "pods": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
         "services": {"spec": {"clusterIP": "None"}},
         "configmaps": {"data": {}},
+        "secrets": {"data": {"auth-secret": "czNjcjN0"}},
         "persistentvolumeclaims": {
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
         },
@@ -42,7 +43,8 @@ def add(fake: FakeKubernetes, resource: Resource, metadata: Obj, phase: str | No
 
 
 def names(fake: FakeKubernetes) -> set[str]:
-    return {o["metadata"]["name"] for r in (PODS, SERVICES, CONFIG_MAPS, PVCS) for o in fake.objects(r)}
+    kinds = (PODS, SERVICES, CONFIG_MAPS, SECRETS, PVCS)
+    return {o["metadata"]["name"] for r in kinds for o in fake.objects(r)}
 
 
 def scenario() -> FakeKubernetes:
@@ -182,6 +184,9 @@ def heartbeat_app(fake: FakeKubernetes, app_id: str, *, renewed: float | None) -
     conf = meta(f"{short}-conf", app_id, "executor")
     conf["annotations"] = {HEARTBEAT_LEASE_ANNOTATION: lease}
     add(fake, CONFIG_MAPS, conf)
+    secret = meta(f"{short}-auth-secret", app_id, "executor")  # the executors' RPC auth secret
+    secret["annotations"] = {HEARTBEAT_LEASE_ANNOTATION: lease}
+    add(fake, SECRETS, secret)
     if renewed is not None:
         body = heartbeat_lease(lease, "default", app_id, holder="h/1", duration=60, now=renewed)
         fake.create(LEASES, "default", body)
@@ -199,12 +204,14 @@ def test_an_expired_heartbeat_deletes_everything_pending_pods_included_and_a_fre
     heartbeat_app(fake, LIVE, renewed=NOW - 10)
     result = cli(["gc", *M], fake, wall_clock=lambda: NOW)
     assert result.code == 0, result.err
-    assert all_names(fake) == {"888-exec-1", "888-exec-2", "888-conf", f"{LIVE}-driver-heartbeat"}
+    kept = {"888-exec-1", "888-exec-2", "888-conf", "888-auth-secret", f"{LIVE}-driver-heartbeat"}
+    assert all_names(fake) == kept
     assert f"application {DEAD} in default: its driver's heartbeat expired 5m ago" in result.err
     assert f"keep application {LIVE} in default: its driver's heartbeat is fresh" in result.err
     assert "deleted pod default/777-exec-2" in result.out
     assert f"deleted lease default/{DEAD}-driver-heartbeat" in result.out
-    assert "gc: 4 objects deleted" in result.err
+    assert "deleted secret default/777-auth-secret" in result.out
+    assert "gc: 5 objects deleted" in result.err
 
 
 def test_a_lease_just_past_its_duration_is_kept_within_the_clock_skew_allowance() -> None:
@@ -222,7 +229,7 @@ def test_dry_run_says_why_it_would_delete_an_expired_heartbeats_application() ->
     assert all_names(fake) == before
     assert f"application {DEAD} in default: its driver's heartbeat expired 5m ago" in result.err
     assert "would delete pod default/777-exec-2" in result.out
-    assert "4 objects would be deleted" in result.err
+    assert "5 objects would be deleted" in result.err
 
 
 def test_objects_naming_a_lease_that_is_gone_are_deleted() -> None:

@@ -8,7 +8,7 @@ from cli_support import AccessReviews, cli
 
 from k8s_backend.kube.labels import HEARTBEAT_LEASE_ANNOTATION
 from k8s_backend.kube.leases import heartbeat_lease, heartbeat_lease_name
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS
 from k8s_backend.testing.fake import FakeKubernetes
 
 Obj = dict[str, Any]
@@ -34,6 +34,8 @@ def client_app(fake: FakeKubernetes, app_id: str, *, renewed: float) -> None:
     executor(fake, f"{app_id[-4:]}-exec-2", app_id)  # Pending
     labels = {"spark-app-selector": app_id, "spark-role": "executor"}
     fake.create(CONFIG_MAPS, "default", {"metadata": {"name": f"{app_id[-4:]}-conf", "labels": labels}})
+    secret = {"metadata": {"name": f"{app_id[-4:]}-auth-secret", "labels": labels}, "data": {}}
+    fake.create(SECRETS, "default", secret)
     lease = heartbeat_lease(
         heartbeat_lease_name(app_id), "default", app_id, holder="laptop/42", duration=60, now=renewed
     )
@@ -41,7 +43,7 @@ def client_app(fake: FakeKubernetes, app_id: str, *, renewed: float) -> None:
 
 
 def names(fake: FakeKubernetes) -> set[str]:
-    return {o["metadata"]["name"] for r in (PODS, CONFIG_MAPS, LEASES) for o in fake.objects(r)}
+    return {o["metadata"]["name"] for r in (PODS, CONFIG_MAPS, SECRETS, LEASES) for o in fake.objects(r)}
 
 
 def test_kill_deletes_the_executors_config_maps_and_lease_of_a_dead_client_mode_driver() -> None:
@@ -50,9 +52,11 @@ def test_kill_deletes_the_executors_config_maps_and_lease_of_a_dead_client_mode_
     client_app(fake, OTHER, renewed=NOW)
     result = cli(["kill", *M, APP], fake, wall_clock=lambda: NOW)
     assert result.code == 0, result.err
-    assert names(fake) == {"6666-exec-1", "6666-exec-2", "6666-conf", heartbeat_lease_name(OTHER)}
+    kept = {"6666-exec-1", "6666-exec-2", "6666-conf", "6666-auth-secret", heartbeat_lease_name(OTHER)}
+    assert names(fake) == kept
     assert f"Deleted the executor pods of client-mode application {APP} in default" in result.err
     assert "Deleted its executor ConfigMaps" in result.err
+    assert "Deleted its executor Secrets" in result.err
     assert f"Deleted its driver's heartbeat lease default/{LEASE}" in result.err
     assert "All pods of the application are gone" in result.err
     assert "still renewed its heartbeat" not in result.err

@@ -56,6 +56,7 @@ def make_request(
     prefix: str = PREFIX,
     driver_pod: Obj | None = DRIVER_POD,
     config_map_name: str | None = CONFIG_MAP,
+    auth_secret_name: str | None = None,
 ) -> ExecutorPodRequest:
     return ExecutorPodRequest(
         executor_id=executor_id,
@@ -65,6 +66,7 @@ def make_request(
         resource_profile=profile if profile is not None else conf.executor.default_profile,
         driver_pod=driver_pod,
         config_map_name=config_map_name,
+        auth_secret_name=auth_secret_name,
     )
 
 

@@ -149,6 +149,18 @@ def test_auth_secret_propagation() -> None:
     assert "-Dspark.authenticate=true" in env.values()
 
 
+def test_auth_secret_is_read_from_the_named_secret_and_keeps_its_place_in_the_env() -> None:
+    conf = make_conf(properties={"spark.authenticate": "true"})
+    facts = DriverFacts(spark_user="tester", auth_secret="s3cr3t")
+    container = configure(conf, facts=facts, auth_secret_name="spark-exec-1-auth-secret").container
+    assert "s3cr3t" not in str(container)
+    names = [e["name"] for e in container["env"]]
+    assert names[names.index("_SPARK_AUTH_SECRET") + 1] == "SPARK_JAVA_OPT_0"  # Spark's order
+    [env] = [e for e in container["env"] if e["name"] == "_SPARK_AUTH_SECRET"]
+    ref = {"name": "spark-exec-1-auth-secret", "key": "auth-secret"}
+    assert env == {"name": "_SPARK_AUTH_SECRET", "valueFrom": {"secretKeyRef": ref}}
+
+
 def test_auth_secret_falls_back_to_the_configured_secret() -> None:
     conf = make_conf(properties={"spark.authenticate": "true", "spark.authenticate.secret": "from-conf"})
     env = env_values(configure(conf).container)

@@ -13,6 +13,7 @@ from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods import constants as c
+from k8s_backend.pods.auth_secret import auth_secret_env, executors_need_auth_secret
 from k8s_backend.pods.config_map import conf_volume_items, load_conf_dir_files
 from k8s_backend.pods.facts import DriverFacts
 from k8s_backend.pods.java_opts import split_command_string, startup_java_opts
@@ -46,10 +47,6 @@ _PRESET_LABELS = (
 )
 
 
-def _truthy(value: str | None) -> bool:
-    return value is not None and value.strip().lower() == "true"
-
-
 def label_value(value: str) -> str:
     """Make a string usable as a label value (e.g. a local version like ``4.3.0+abc``)."""
     cleaned = re.sub(r"[^A-Za-z0-9_.\-]", "-", value)[: c.DNS_LABEL_MAX_LENGTH]
@@ -61,9 +58,7 @@ def resolve_auth_secret(conf: KubernetesConf, facts: DriverFacts) -> str | None:
 
     Needed when ``spark.authenticate`` is on and executors have no secret file to read it from.
     """
-    if not _truthy(conf.get("spark.authenticate")):
-        return None
-    if conf.get("spark.authenticate.secret.executor.file") or conf.get("spark.authenticate.secret.file"):
+    if not executors_need_auth_secret(conf):
         return None
     secret = facts.auth_secret or conf.get("spark.authenticate.secret")
     if not secret:
@@ -238,12 +233,19 @@ class BasicExecutorStep:
                     c.ENV_EXECUTOR_ID, executor_id
                 )
             pairs.append((name, value))
+        env = [env_var(name, value) for name, value in pairs]
         if self._auth_secret is not None:
-            pairs.append((c.ENV_AUTH_SECRET, self._auth_secret))
+            secret_name = ctx.request.auth_secret_name
+            env.append(
+                env_var(c.ENV_AUTH_SECRET, self._auth_secret)
+                if secret_name is None  # a builder used on its own: Spark's way
+                else auth_secret_env(c.ENV_AUTH_SECRET, secret_name)
+            )
+        pairs = []
         if self._conf.executor.extra_class_path:
             pairs.append((c.ENV_CLASSPATH, self._conf.executor.extra_class_path))
         pairs += [(f"{c.ENV_JAVA_OPT_PREFIX}{i}", opt) for i, opt in enumerate(self.java_options(ctx))]
-        env = [env_var(name, value) for name, value in pairs]
+        env += [env_var(name, value) for name, value in pairs]
         env.append(field_ref_env_var(c.ENV_EXECUTOR_POD_IP, "status.podIP"))
         env.append(field_ref_env_var(c.ENV_EXECUTOR_POD_NAME, "metadata.name"))
         return env
