@@ -188,9 +188,11 @@ def build_driver_pod(
     files: DriverFiles,
     data: Mapping[str, str],
     token_secret: str | None = None,
+    secret_conf_secret: str | None = None,
 ) -> Obj:
     """The driver pod: the template (if any), then Spark's settings on top; ``token_secret`` names the
-    Secret holding the driver's API token, mounted read-only."""
+    Secret holding the driver's API token, mounted read-only, ``secret_conf_secret`` the one holding its
+    secret properties (see :mod:`k8s_backend.cli.driver_token`)."""
     pod, container, index = _template(properties)
     meta = section(pod, "metadata")
     meta["name"] = names.pod
@@ -238,6 +240,8 @@ def build_driver_pod(
     env = _env(properties, names.app_id)
     if token_secret:
         env.append({"name": driver_token.TOKEN_FILE_ENV, "value": driver_token.TOKEN_FILE})
+    if secret_conf_secret:
+        env.append(driver_token.secret_conf_env(secret_conf_secret))
     upsert_named(container, "env", env)
     upsert_named(
         container,

@@ -1,19 +1,29 @@
-"""The cluster-mode driver's API token: kept out of the ConfigMap, handed over in a Secret.
+"""The cluster-mode driver's secrets: kept out of the ConfigMap, handed over in a Secret.
 
-A ConfigMap is readable by anyone who may read ConfigMaps, so no ``*oauthToken`` value goes into
-the driver's ``spark.properties``. When the driver needs a token (one given for the driver, or the
-submission's own when the driver reuses the submission's loopback server) it goes into a Secret
-owned by the driver pod and mounted read-only into the driver container; the driver's properties
-name the mounted file instead (``<family>oauthTokenFile``), as Spark's
-DriverKubernetesCredentialsFeatureStep does.
+A ConfigMap is readable by anyone who may read ConfigMaps, so no secret goes into the driver's
+``spark.properties``:
+
+- the API token (one given for the driver, or the submission's own when the driver reuses the
+  submission's loopback server) is mounted read-only into the driver container from the Secret, and
+  the driver's properties name the mounted file instead (``<family>oauthTokenFile``), as Spark's
+  DriverKubernetesCredentialsFeatureStep does;
+- every other property whose key ``spark.redaction.regex`` marks as secret (such as
+  ``spark.authenticate.secret`` or ``spark.hadoop.fs.s3a.secret.key``; Spark ships these in its
+  ConfigMap) travels as a properties text in the Secret, which the driver container reads through a
+  ``secretKeyRef`` variable, :data:`SECRET_CONF_ENV`; ``k8s-backend submit`` merges it like a
+  properties file.
+
+The Secret is owned by the driver pod, so deleting the pod deletes it.
 """
 
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping
 
 from k8s_backend.conf.keys_driver import AUTH_PREFIXES
+from k8s_backend.conf.model import DEFAULT_REDACTION_REGEX
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.objects import owner_reference
 
@@ -24,6 +34,10 @@ TOKEN_FILE = f"{TOKEN_MOUNT_DIR}/{TOKEN_KEY}"
 TOKEN_FILE_ENV = "K8S_BACKEND_API_TOKEN_FILE"
 """Holds :data:`TOKEN_FILE`; the driver's arguments name ``$(K8S_BACKEND_API_TOKEN_FILE)`` so that a
 kubelet running the pod on this host (a local cluster) substitutes the file's local path."""
+
+SECRET_CONF_KEY = "spark-secret.properties"
+SECRET_CONF_ENV = "K8S_BACKEND_SECRET_CONF"
+"""The driver container's variable holding the secret properties (Java properties text)."""
 
 _SUBMISSION = "spark.kubernetes.authenticate.submission."
 _DRIVER_FAMILIES = tuple(p for p in AUTH_PREFIXES if p != _SUBMISSION)
@@ -51,6 +65,20 @@ def move_token_to_file(properties: dict[str, str]) -> tuple[str | None, str | No
     return token, key
 
 
+def split_secret_properties(properties: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(plain, secret)``: the properties whose key ``spark.redaction.regex`` marks as secret, apart.
+
+    Keys naming a file, or a Kubernetes Secret to mount or reference, hold no secret and stay plain.
+    """
+    pattern = re.compile(properties.get("spark.redaction.regex") or DEFAULT_REDACTION_REGEX)
+    plain: dict[str, str] = {}
+    secret: dict[str, str] = {}
+    for key, value in properties.items():
+        names_no_secret = key.lower().endswith("file") or ".secrets." in key or ".secretKeyRef." in key
+        (secret if pattern.search(key) and not names_no_secret else plain)[key] = value
+    return plain, secret
+
+
 def _driver_family(properties: Mapping[str, str]) -> str | None:
     for prefix in _DRIVER_FAMILIES:
         if any(prefix + suffix in properties for suffix in _CREDENTIAL_SUFFIXES):
@@ -64,8 +92,17 @@ def secret_name(pod_name: str, fallback_prefix: str) -> str:
     return name if len(name) <= 253 else f"{fallback_prefix}-token"
 
 
-def build_secret(name: str, namespace: str, labels: Mapping[str, str], token: str, driver_pod: Obj) -> Obj:
-    """The Secret holding the driver's token, owned by the driver pod."""
+def build_secret(
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    driver_pod: Obj,
+    *,
+    token: str | None,
+    secret_conf: str | None,
+) -> Obj:
+    """The Secret holding the driver's token and secret properties, owned by the driver pod."""
+    data = {key: value for key, value in ((TOKEN_KEY, token), (SECRET_CONF_KEY, secret_conf)) if value}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -77,14 +114,22 @@ def build_secret(name: str, namespace: str, labels: Mapping[str, str], token: st
         },
         "type": "Opaque",
         "immutable": True,
-        "data": {TOKEN_KEY: base64.b64encode(token.encode()).decode("ascii")},
+        "data": {key: base64.b64encode(value.encode()).decode("ascii") for key, value in data.items()},
     }
 
 
 def volume(secret: str) -> Obj:
-    """The pod volume projecting the token Secret (Kubernetes' default file mode: the image's user, not
-    root, must be able to read it)."""
-    return {"name": TOKEN_VOLUME, "secret": {"secretName": secret}}
+    """The pod volume projecting the token from the Secret (Kubernetes' default file mode: the image's
+    user, not root, must be able to read it)."""
+    return {
+        "name": TOKEN_VOLUME,
+        "secret": {"secretName": secret, "items": [{"key": TOKEN_KEY, "path": TOKEN_KEY}]},
+    }
+
+
+def secret_conf_env(secret: str) -> Obj:
+    """The driver container's variable holding the secret properties."""
+    return {"name": SECRET_CONF_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": SECRET_CONF_KEY}}}
 
 
 def volume_mount() -> Obj:

@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from k8s_backend.cli.driver_token import SECRET_CONF_ENV
 from k8s_backend.cli.errors import UsageError
-from k8s_backend.cli.properties import default_properties_file, read_properties_file
+from k8s_backend.cli.properties import default_properties_file, parse_properties, read_properties_file
 from k8s_backend.conf.frozen import FrozenDict, freeze
 
 # Flags that set a Spark property (spark-submit's SparkSubmitArguments).
@@ -185,7 +186,8 @@ def check_flags(args: SubmitArgs) -> None:
 
 
 def merge_properties(args: SubmitArgs, environ: Mapping[str, str]) -> MergedProperties:
-    """The Spark properties of ``args``: flags > ``--conf`` > properties file(s) > ``$MASTER``."""
+    """The Spark properties of ``args``: flags > ``--conf`` > a cluster-mode driver's secret properties
+    (:data:`~k8s_backend.cli.driver_token.SECRET_CONF_ENV`) > properties file(s) > ``$MASTER``."""
     check_flags(args)
     properties: dict[str, str] = {}
     for key, value in args.conf:
@@ -197,6 +199,14 @@ def merge_properties(args: SubmitArgs, environ: Mapping[str, str]) -> MergedProp
         default = default_properties_file(environ)
         if default is not None:
             files.append(default)
+    secret_conf = environ.get(SECRET_CONF_ENV)
+    if secret_conf:
+        try:
+            secrets = parse_properties(secret_conf)
+        except ValueError as error:
+            raise UsageError(f"${SECRET_CONF_ENV}: {error}") from None
+        for key, value in secrets.items():
+            properties.setdefault(key, value)
     for path in files:
         for key, value in read_properties_file(path).items():
             properties.setdefault(key, value)

@@ -38,9 +38,10 @@ from k8s_backend.cli.driver_log import FileLogSource, LogFollower, LogSource, ap
 from k8s_backend.cli.errors import ApiEndpoint, CliError, UsageError, explain_api_error
 from k8s_backend.cli.status_watch import DriverStatus, wait_for_driver
 from k8s_backend.cli.submission import Submission, split_list, to_kubernetes_conf
+from k8s_backend.conf.model import redacted
 from k8s_backend.kube.masters import IN_CLUSTER_MASTER, MasterKind, pyk8s_url, strip_scheme
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS, SERVICES, ApiError, NotFoundError, Obj, Resource
-from k8s_backend.pods.config_map import default_conf_dir
+from k8s_backend.pods.config_map import default_conf_dir, java_properties
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
 from k8s_backend.pods.names import unique_id as new_unique_id
 
@@ -64,26 +65,35 @@ class ClusterPlan:
 
     names: driver_pod.DriverNames
     pod: Obj
-    properties: dict[str, str]
+    properties: dict[str, str] = attrs.field(repr=lambda props: repr(redacted(props)))
     data: dict[str, str]
     binary: dict[str, str]
     token: str | None = attrs.field(default=None, repr=False)  # the driver's, for its Secret
+    secret_conf: str | None = attrs.field(default=None, repr=False)  # secret properties, for its Secret
 
     def service(self, created_pod: Obj) -> Obj:
         return driver_pod.build_service(self.properties, self.names, created_pod)
 
     def secret(self, created_pod: Obj) -> Obj | None:
-        """The Secret holding the driver's API token, or None when the driver needs none."""
-        if self.token is None:
+        """The Secret holding the driver's API token and secret properties, or None when it needs none."""
+        if self.token is None and self.secret_conf is None:
             return None
         names = self.names
         labels = driver_pod.app_labels(names.app_id)
-        return driver_token.build_secret(names.token_secret, names.namespace, labels, self.token, created_pod)
+        return driver_token.build_secret(
+            names.token_secret,
+            names.namespace,
+            labels,
+            created_pod,
+            token=self.token,
+            secret_conf=self.secret_conf,
+        )
 
     @property
     def needs(self) -> tuple[Permission, ...]:
         """The permissions creating this plan takes."""
-        return (*NEEDS, Permission("create", SECRETS)) if self.token is not None else NEEDS
+        needs_secret = self.token is not None or self.secret_conf is not None
+        return (*NEEDS, Permission("create", SECRETS)) if needs_secret else NEEDS
 
     def config_map(self, created_pod: Obj) -> Obj:
         return driver_pod.build_config_map(self.names, created_pod, self.data, self.binary)
@@ -188,8 +198,10 @@ def plan_cluster(
     conf = to_kubernetes_conf(properties)  # the driver will read these: check them now
     token, token_file_key = driver_token.move_token_to_file(properties)
     image = driver_pod_image(properties)
+    plain, secret = driver_token.split_secret_properties(properties)
+    secret_conf = java_properties(secret, "Secret Spark properties of the driver") if secret else None
     data, binary = driver_files.config_map_content(
-        properties,
+        plain,
         files,
         conf_dir=default_conf_dir(conf, environ),
         max_size=conf.executor.config_map_max_size,
@@ -211,8 +223,9 @@ def plan_cluster(
         files=files,
         data=data,
         token_secret=names.token_secret if token is not None else None,
+        secret_conf_secret=names.token_secret if secret_conf is not None else None,
     )
-    return ClusterPlan(names, pod, properties, data, binary, token)
+    return ClusterPlan(names, pod, properties, data, binary, token, secret_conf)
 
 
 _PASSED_AS_ARGS = ("spark.submit.pyFiles", "spark.files")
