@@ -117,7 +117,7 @@ Spark (client mode; executor pods run as local JVMs on pyspark's jars):
     --conf spark.driver.host=127.0.0.1{auth}
 
 k8s_backend:
-  spark.master=k8s://{url}   (or KUBECONFIG={kubeconfig}){backend_auth}
+  spark.master=pyk8s://{url}   (or KUBECONFIG={kubeconfig} with spark.master=pyk8s://){backend_auth}
 
 Press Ctrl-C to stop; every process started here is stopped on exit.
 """

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
+from k8s_backend.kube.masters import pyk8s_url
 from k8s_backend.kube.port import NAMESPACES, PODS, ApiError
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
@@ -198,12 +199,18 @@ class LocalCluster:
 
     @property
     def url(self) -> str:
-        """The API server URL, e.g. ``http://127.0.0.1:41234`` (Spark's master is ``k8s://`` + this)."""
+        """The API server URL, e.g. ``http://127.0.0.1:41234``."""
         return self._running(self._server).url
 
     @property
     def master(self) -> str:
-        """``k8s://<url>``, Spark's master URL for this cluster."""
+        """``pyk8s://<url>``: the master URL with which k8s_backend manages this cluster's executors
+        (what :func:`k8s_backend.spark.session` and ``k8s-backend submit`` take)."""
+        return pyk8s_url(self.url)
+
+    @property
+    def spark_k8s_master(self) -> str:
+        """``k8s://<url>``: the master URL for Spark's own JVM backend on this cluster."""
         return "k8s://" + self.url
 
     @property
@@ -246,8 +253,8 @@ class LocalCluster:
         return api
 
     def spark_conf(self, image: str | None = None, namespace: str = "default") -> dict[str, str]:
-        """Spark properties for client mode against this cluster (driver on 127.0.0.1); the image
-        defaults to :func:`default_spark_image`."""
+        """Spark properties for client mode against this cluster (driver on 127.0.0.1), with
+        :attr:`master` (k8s_backend's); the image defaults to :func:`default_spark_image`."""
         conf = {
             "spark.master": self.master,
             "spark.submit.deployMode": "client",

@@ -86,7 +86,7 @@ def test_spark_backend_runs_a_job_on_executor_processes_started_from_its_pod_spe
     with LocalCluster(token=TOKEN, known_images=["apache/spark"], stop_grace=2.0) as cluster:
         since = cluster.fake.resource_version
         driver = subprocess.run(
-            [sys.executable, str(script), cluster.master, IMAGE, TOKEN],
+            [sys.executable, str(script), cluster.spark_k8s_master, IMAGE, TOKEN],
             capture_output=True,
             text=True,
             env=env,

@@ -22,7 +22,7 @@ from k8s_backend.spark import session
 from k8s_backend.testing import LocalCluster
 
 with LocalCluster() as cluster:
-    conf = {{k: v for k, v in cluster.spark_conf().items() if k != "spark.master"}}
+    conf = cluster.spark_conf()  # its master is pyk8s://, as session() takes
     conf.update({{
         "spark.ui.enabled": "false",
         "spark.executor.memory": "512m",
@@ -30,7 +30,7 @@ with LocalCluster() as cluster:
         "spark.authenticate": "true",
         "spark.authenticate.secret": {secret!r},
     }})
-    spark = session("pyk8s://" + cluster.url, conf, app_name="auth-secret")
+    spark = session(cluster.master, conf, app_name="auth-secret")
     print("SUM", spark.sparkContext.parallelize(range(1000), 4).sum())
     pods = cluster.fake.objects(PODS, "default")
     executors = [p for p in pods if p["metadata"]["labels"].get("spark-role") == "executor"]

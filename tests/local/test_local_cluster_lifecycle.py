@@ -51,7 +51,8 @@ def test_starts_writes_a_kubeconfig_and_serves_the_real_adapter() -> None:
         assert config["clusters"][0]["cluster"]["server"] == cluster.url
         assert config["users"][0]["user"] == {"token": "t0k3n"}
         assert config["current-context"] == "k8s-backend-local"
-        assert cluster.master == "k8s://" + cluster.url
+        assert cluster.master == "pyk8s://" + cluster.url
+        assert cluster.spark_k8s_master == "k8s://" + cluster.url
 
         api = cluster.api()
         api.create(PODS, "default", {"metadata": {"name": "hello"}, "spec": {

@@ -32,7 +32,8 @@ def test_bad_node_size_names_the_value(capsys: pytest.CaptureFixture[str]) -> No
 def test_instructions_cover_kubectl_spark_and_the_token() -> None:
     text = describe("http://127.0.0.1:6443", "/tmp/kc", "/tmp/work", "s3cret", "apache/spark:4.0.0")
     assert "export KUBECONFIG=/tmp/kc" in text
-    assert "pyspark --master k8s://http://127.0.0.1:6443" in text
+    assert "pyspark --master k8s://http://127.0.0.1:6443" in text  # Spark's own backend
+    assert "spark.master=pyk8s://http://127.0.0.1:6443" in text  # what session() and submit take
     assert "--conf spark.kubernetes.container.image=apache/spark:4.0.0" in text
     assert "spark.kubernetes.authenticate.oauthToken=s3cret" in text
     assert "oauthToken" not in describe("http://h:1", "/k", "/w", None, "img")
