@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from k8s_backend.kube.port import ApiError
+
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.2
@@ -58,20 +60,45 @@ class FileLogSource:
 
 
 class ApiLogSource:
-    """The ``pods/log`` stream of an API adapter that has a ``pod_log`` method."""
+    """The ``pods/log`` stream of an API adapter that has a ``pod_log`` method.
+
+    While the container has not started (the API answers 400 "is waiting to start": a Pending driver,
+    an image pull), the stream is opened again every ``poll`` seconds until ``stop`` is set.
+    """
 
     def __init__(
-        self, pod_log: Callable[..., Iterator[str]], namespace: str, name: str, container: str
+        self,
+        pod_log: Callable[..., Iterator[str]],
+        namespace: str,
+        name: str,
+        container: str,
+        *,
+        poll: float = POLL_SECONDS,
     ) -> None:
         self._pod_log = pod_log
         self._args = (namespace, name)
         self._container = container
+        self._poll = poll
 
     def lines(self, stop: threading.Event) -> Iterator[str]:
-        for line in self._pod_log(*self._args, container=self._container, follow=True):
-            yield line
-            if stop.is_set():
+        while True:
+            try:
+                stream = iter(self._pod_log(*self._args, container=self._container, follow=True))
+                first = next(stream, None)
+            except ApiError as error:
+                if error.status != 400 or stop.is_set():
+                    raise
+                log.debug("The driver's log is not there yet: %s", error)
+                stop.wait(self._poll)
+                continue
+            if first is None:
                 return
+            yield first
+            for line in stream:
+                yield line
+                if stop.is_set():
+                    return
+            return
 
 
 def api_log_source(api: Any, namespace: str, name: str, container: str) -> ApiLogSource | None:

@@ -128,7 +128,9 @@ class LocalCluster:
             self._work_dir.mkdir(parents=True, exist_ok=True)
             self._fake = FakeKubernetes(graceful_pod_deletion=self._graceful)
             self._fake.create(NAMESPACES, None, {"metadata": {"name": "default"}})
-            self._server = ApiServer(self._fake, host=self._host, port=self._port, token=self._token)
+            self._server = ApiServer(
+                self._fake, host=self._host, port=self._port, token=self._token, logs=self._log_path
+            )
             self._server.start()
             self._kubelet = ProcessKubelet(
                 self._fake,
@@ -267,6 +269,10 @@ class LocalCluster:
             "spark.kubernetes.authenticate.submission.oauthToken": self._token,
         }
         return conf
+
+    def _log_path(self, namespace: str, name: str, container: str) -> Path | None:
+        kubelet = self._kubelet
+        return None if kubelet is None else kubelet.log_path(namespace, name, container)
 
     def kubeconfig_dict(self) -> dict[str, Any]:
         """The kubeconfig written to :attr:`kubeconfig`, as data."""

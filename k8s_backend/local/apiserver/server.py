@@ -19,9 +19,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from k8s_backend.kube.port import ApiError, Obj
+from k8s_backend.kube.port import PODS, ApiError, Obj
 from k8s_backend.local.apiserver import discovery, status
 from k8s_backend.local.apiserver.endpoints import Endpoints, is_watch
+from k8s_backend.local.apiserver.logs import LogLocator, PodLogs
 from k8s_backend.local.apiserver.routes import DiscoveryRoute, ResourceRoute, RouteError, parse_path
 from k8s_backend.local.apiserver.streaming import serve_chunked, serve_websocket
 from k8s_backend.local.apiserver.websocket import accept_key, choose_protocol, is_upgrade
@@ -48,9 +49,20 @@ class ApiServer:
     (others get 401). Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
 
-    def __init__(self, api: Any, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
+    def __init__(
+        self,
+        api: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        logs: LogLocator | None = None,
+    ) -> None:
+        """``logs`` finds container log files (a kubelet's), which ``pods/{name}/log`` serves."""
         self.api = api
         self.endpoints = Endpoints(api)
+        self.pod_logs = None if logs is None else PodLogs(api, logs)
+        self.stopping = threading.Event()  # ends followed logs
         self._address = (host, port)
         self._token = token
         self._httpd: _HttpServer | None = None
@@ -66,6 +78,7 @@ class ApiServer:
         """Bind and serve in a background thread; returns self."""
         if self._httpd is not None:
             raise RuntimeError(f"ApiServer is already serving at {self.url}")
+        self.stopping.clear()
         self._httpd = _HttpServer(self._address, self)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, args=(0.05,), name="apiserver", daemon=True
@@ -79,6 +92,7 @@ class ApiServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
+        self.stopping.set()
         httpd.shutdown()
         self.drop_connections()
         with self._all_closed:
@@ -226,6 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if is_watch(self.command, route, query):
             self._watch(route, query)
+        elif route.resource == PODS and route.subresource == "log" and route.name and route.namespace:
+            self._log(route.namespace, route.name, query)
         elif _is_upgrade(self.headers):
             self._send_status(status.failure(400, "only watches can be upgraded to a WebSocket here"))
         else:
@@ -278,6 +294,36 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.end_headers()
             serve_chunked(self.connection, self.wfile.write, stream)
+
+    def _log(self, namespace: str, name: str, query: dict[str, str]) -> None:
+        logs = self.server.owner.pod_logs
+        if self.command != "GET" or logs is None:
+            self._send_status(status.failure(404, "the server could not find the requested resource (log)"))
+            return
+        try:
+            path, container, follow = logs.open(namespace, name, query)
+            if not follow:
+                self._send(200, logs.text(path, query), "text/plain")
+                return
+        except ApiError as e:
+            self._send_error(e)
+            return
+        except OSError as e:
+            self._send_status(status.failure(500, f"cannot read the log: {e}"))
+            return
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            for chunk in logs.follow(namespace, name, container, path, self.server.owner.stopping):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client went away
+            return
 
     def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
