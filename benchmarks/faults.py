@@ -46,6 +46,9 @@ def conf(target: int, **extra: str) -> dict[str, str]:
         "spark.kubernetes.executor.podNamePrefix": "faults",
         "spark.executor.instances": str(target),
         "spark.executor.memory": "512m",
+        # Every run then also creates (and must remove) the executors' auth Secret.
+        "spark.authenticate": "true",
+        "spark.authenticate.secret": "fault-suite-secret",
         "spark.kubernetes.allocation.batch.delay": "200ms",
         "spark.kubernetes.executor.eventProcessingInterval": "200ms",
         **extra,
