@@ -18,7 +18,7 @@ from datetime import datetime
 import attrs
 
 from k8s_backend.cli.console import Console
-from k8s_backend.cli.status_watch import describe_pod
+from k8s_backend.cli.status_watch import describe_pod, termination_message
 from k8s_backend.conf import syntax
 from k8s_backend.kube.labels import (
     DRIVER_ROLE,
@@ -36,6 +36,7 @@ from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS, Kubernetes
 DRIVERS = role_selector(DRIVER_ROLE)
 EXECUTORS = role_selector(EXECUTOR_ROLE)
 LIVE_PHASES = ("Pending", "Running", "Unknown")
+TERMINATION_LINES = 20  # of a failed driver's termination message, shown by `status`
 
 
 @attrs.frozen
@@ -193,6 +194,11 @@ def show_status(apps: Sequence[Application], console: Console, now: float) -> No
             console.result(f"  driver:         {describe_pod(app.driver)}")
             created = (app.driver.get("metadata") or {}).get("creationTimestamp")
             console.result(f"  created:        {created or '-'} ({age(created, now)} ago)")
+            message = termination_message(app.driver)
+            if message:
+                console.result("  termination message (the end of the driver's log):")
+                for line in message.splitlines()[-TERMINATION_LINES:]:
+                    console.result(f"    {line}")
         console.result(f"  executors:      {executor_summary(app.executors)}")
 
 

@@ -233,6 +233,8 @@ def build_driver_pod(
     )
     container.pop("command", None)  # the image's entrypoint passes our arguments through
     container["args"] = list(args)
+    # A failed driver's last log lines become its termination message, which `status` shows.
+    container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
     # As Spark 4.3 does for its containers: always set, over a template's value (the rest of a
     # template's securityContext is kept).
     security = section(container, "securityContext")

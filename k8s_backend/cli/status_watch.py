@@ -41,6 +41,21 @@ def _short(text: Any) -> str:
     return one_line if len(one_line) <= MESSAGE_LIMIT else one_line[: MESSAGE_LIMIT - 3] + "..."
 
 
+def _last_line(text: Any) -> str:
+    lines = [line for line in str(text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def termination_message(pod: Obj, container: str | None = None) -> str:
+    """The driver container's termination message (with ``FallbackToLogsOnError``, the end of the
+    log of a failed driver), or ""."""
+    status = _container_status(pod, container)
+    if status is None:
+        return ""
+    ended = (status.get("state") or {}).get("terminated") or {}
+    return str(ended.get("message") or "").rstrip()
+
+
 def describe_container(status: Obj) -> str:
     """``container X running`` / ``waiting: Reason (message)`` / ``terminated: exit code N (Reason)``."""
     name = status.get("name", "?")
@@ -53,8 +68,9 @@ def describe_container(status: Obj) -> str:
         reason = ended.get("reason")
         if reason:
             text += f" ({reason})"
-        if ended.get("message"):
-            text += f": {_short(ended['message'])}"
+        last = _last_line(ended.get("message"))
+        if last:  # a log tail (FallbackToLogsOnError) ends with what went wrong
+            text += f": {_short(last)}"
         return text
     waiting = state.get("waiting") or {}
     reason = waiting.get("reason") or "waiting"

@@ -226,8 +226,12 @@ class ContainerRuntime:
         if container.generation != generation:
             return
         container.handle = None
+        message = status.message
+        fallback = container.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError"
+        if not message and fallback and status.exit_code != 0 and record.pod_dir is not None:
+            message = log_tail(self.log_file(record, container.name))
         container.set_terminated(
-            status.exit_code, status.reason, status.finished_at, message=status.message, signal=status.signal
+            status.exit_code, status.reason, status.finished_at, message=message, signal=status.signal
         )
         log.info(
             "pod %s/%s container %s: exit %s (%s)",
@@ -276,3 +280,18 @@ class ContainerRuntime:
             return self._api.get(resource, namespace, name)
         except ApiError:
             return None
+
+
+def log_tail(path: Path, *, max_bytes: int = 2048, max_lines: int = 80) -> str:
+    """What ``FallbackToLogsOnError`` makes a failed container's termination message: the end of its
+    log, the smaller of ``max_bytes`` and ``max_lines``, as the kubelet takes it."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            data = handle.read()
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", "replace").splitlines()[-max_lines:]
+    return "\n".join(lines)
