@@ -47,6 +47,7 @@ spark-submit's, written --name value or --name=value:
   --kill ID, --status ID   stop / show an application (see `k8s-backend kill --help`)
 
 k8s-backend options:
+  --namespace, -n NS       spark.kubernetes.namespace, as the other commands take it
   --follow-log             cluster mode: print the driver's log while waiting
   --driver-command CMD     cluster mode: how the driver container starts k8s-backend
                            (default: k8s-backend; e.g. 'python3 -m k8s_backend.cli.main')

@@ -34,17 +34,17 @@ FLAG_KEYS: Mapping[str, str] = {
     "--num-executors": "spark.executor.instances",
     "--executor-memory": "spark.executor.memory",
     "--executor-cores": "spark.executor.cores",
-    "--total-executor-cores": "spark.cores.max",
     "--driver-memory": "spark.driver.memory",
     "--driver-cores": "spark.driver.cores",
     "--driver-java-options": "spark.driver.extraJavaOptions",
     "--driver-library-path": "spark.driver.extraLibraryPath",
     "--driver-class-path": "spark.driver.extraClassPath",
+    "--namespace": "spark.kubernetes.namespace",  # not spark-submit's: as status, kill, list and gc take it
 }
 # Options with a value that are not properties.
 VALUE_OPTIONS = frozenset({"--conf", "--properties-file", "--kill", "--status", "--driver-command"})
 SWITCHES = frozenset({"--verbose", "--help", "--version", "--load-spark-defaults", "--follow-log"})
-ALIASES = {"-c": "--conf", "-v": "--verbose", "-h": "--help"}
+ALIASES = {"-c": "--conf", "-v": "--verbose", "-h": "--help", "-n": "--namespace"}
 # spark-submit options that make no sense for a Python application run by k8s_backend.
 UNSUPPORTED: Mapping[str, str] = {
     "--class": "it names the main class of a JVM application; k8s-backend submit runs Python "
@@ -55,8 +55,11 @@ UNSUPPORTED: Mapping[str, str] = {
     "--supervise": "it restarts drivers of Spark standalone clusters only",
     "--queue": "it picks a YARN queue; on Kubernetes use spark.kubernetes.scheduler.name and its queue "
     "settings",
+    "--total-executor-cores": "it caps the cores of Spark standalone and Mesos applications; on "
+    "Kubernetes size the application with --num-executors and --executor-cores (or "
+    "spark.dynamicAllocation.maxExecutors)",
 }
-POSITIVE_INT_FLAGS = ("--num-executors", "--executor-cores", "--driver-cores", "--total-executor-cores")
+POSITIVE_INT_FLAGS = ("--num-executors", "--executor-cores", "--driver-cores")
 DEPLOY_MODES = ("client", "cluster")
 
 

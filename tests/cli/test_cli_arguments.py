@@ -102,6 +102,7 @@ def test_a_repeated_flag_keeps_the_last_value() -> None:
         (["--master"], "Missing argument for option '--master'"),
         (["--bogus", "a.py"], "Unrecognized option '--bogus'"),
         (["--class", "Main", "a.py"], "--class is not supported by k8s-backend submit"),
+        (["--total-executor-cores", "8", "a.py"], "--total-executor-cores is not supported.*--num-executors"),
         (["--verbose=yes", "a.py"], "--verbose takes no value"),
         (["--conf", "spark.x", "a.py"], "--conf spark.x: a Spark property is written key=value"),
         (["--conf", "=v", "a.py"], "the property name before '=' is empty"),
@@ -110,6 +111,13 @@ def test_a_repeated_flag_keeps_the_last_value() -> None:
 def test_bad_command_lines_say_what_is_wrong(argv: list[str], message: str) -> None:
     with pytest.raises(UsageError, match=message.replace("(", r"\(")):
         parse_submit_args(argv)
+
+
+@pytest.mark.parametrize("flag", ["-n", "--namespace"])
+def test_submit_takes_the_namespace_as_the_other_commands_do(tmp_path: Path, flag: str) -> None:
+    props = _props(tmp_path, [flag, "jobs", "--conf", "spark.kubernetes.namespace=other", "a.py", "-n", "x"])
+    assert props["spark.kubernetes.namespace"] == "jobs"  # the flag wins over --conf, as flags do
+    assert parse_submit_args([flag, "jobs", "a.py", "-n", "x"]).app_args == ("-n", "x")  # the app's own
 
 
 def test_conf_pairs_keep_equals_signs_in_values() -> None:
