@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 from collections.abc import Callable
 from typing import Any
 
@@ -16,8 +17,10 @@ from k8s_backend.cli.apps import (
     show_status,
 )
 from k8s_backend.cli.cluster_api import Connection, Permission, preflight
+from k8s_backend.cli.console import Console
 from k8s_backend.cli.deps import Dependencies
 from k8s_backend.cli.errors import CliError, UsageError, explain_api_error
+from k8s_backend.cli.executor_table import OUTPUTS, rows_of, status_json, table_lines
 from k8s_backend.cli.gc import collect_garbage
 from k8s_backend.cli.options import Target, add_cluster_options, connect_target
 from k8s_backend.conf import keys
@@ -37,6 +40,16 @@ def add_parsers(subparsers: Any) -> None:
         "spark-submit --status) or by application id.",
     )
     status.add_argument("ids", nargs="+", metavar="ID", help="NAMESPACE:DRIVER_POD, DRIVER_POD or APP_ID")
+    status.add_argument(
+        "-o",
+        "--output",
+        choices=OUTPUTS,
+        default="table",
+        help="table (default), wide (also IP, restarts and what an exit code means) or json",
+    )
+    status.add_argument(
+        "-w", "--watch", action="store_true", help="show it again whenever it changes, until Ctrl-C"
+    )
     _common(status)
     status.set_defaults(handler=status_command)
 
@@ -142,10 +155,40 @@ def _find(target: Target, ids: list[str], selector: str, *, leases: bool = False
     return apps
 
 
+WATCH_INTERVAL = 2.0  # seconds between looks of `status -w`
+
+
 def status_command(args: argparse.Namespace, deps: Dependencies) -> int:
+    def render(target: Target) -> tuple[str, str]:
+        """The text to show and what it says without ages (which alone change every second)."""
+        apps = _find(target, args.ids, args.selector)
+        now = deps.wall_clock()
+        document = status_json(apps, now)
+        if args.output == "json":
+            return document, document
+        buffer = io.StringIO()
+        show_status(apps, Console(stdout=buffer, stderr=io.StringIO()), now)
+        lines = buffer.getvalue().rstrip("\n").splitlines()
+        for app in apps:
+            rows = rows_of(app, now)
+            if rows:
+                lines += ["", f"Executors of {app.app_id}:", *table_lines(rows, wide=args.output == "wide")]
+        return "\n".join(lines), document
+
     def body(target: Target) -> int:
-        show_status(_find(target, args.ids, args.selector), deps.console, deps.wall_clock())
-        return 0
+        text, shown = render(target)
+        deps.console.result(text)
+        if not args.watch:
+            return 0
+        try:
+            while True:
+                deps.sleep(WATCH_INTERVAL)
+                text, current = render(target)
+                if current != shown:
+                    deps.console.result(("" if args.output == "json" else "\n") + text)
+                    shown = current
+        except KeyboardInterrupt:
+            return 0
 
     return _run(args, deps, body)
 

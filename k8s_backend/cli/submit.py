@@ -89,7 +89,7 @@ def submit_command(argv: Sequence[str], deps: Dependencies) -> int:
             raise UsageError("--kill and --status cannot be used together")
         options = argparse.Namespace(
             master=args.flags.get("--master"),
-            namespace=None,
+            namespace=args.flags.get("--namespace"),
             conf=[f"{k}={v}" for k, v in args.conf],
             properties_file=args.properties_file,
             selector="",
@@ -97,6 +97,8 @@ def submit_command(argv: Sequence[str], deps: Dependencies) -> int:
             grace_period=None,
             no_wait=True,
             timeout=60.0,
+            output="table",
+            watch=False,
         )
         return kill_command(options, deps) if args.kill is not None else status_command(options, deps)
     sub = build_submission(args, deps.environ)
