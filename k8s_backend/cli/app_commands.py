@@ -7,32 +7,32 @@ import io
 from collections.abc import Callable
 from typing import Any
 
+from k8s_backend.cli import pod_commands
+from k8s_backend.cli.app_target import common_options, find_apps, run_with_target
 from k8s_backend.cli.apps import (
-    Application,
     all_applications,
-    find_applications,
     kill_applications,
-    parse_app_ref,
     show_list,
     show_status,
 )
-from k8s_backend.cli.cluster_api import Connection, Permission, preflight
+from k8s_backend.cli.cluster_api import Permission, preflight
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.deps import Dependencies
-from k8s_backend.cli.errors import CliError, UsageError, explain_api_error
+from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.executor_table import OUTPUTS, rows_of, status_json, table_lines
 from k8s_backend.cli.gc import collect_garbage
-from k8s_backend.cli.options import Target, add_cluster_options, connect_target
+from k8s_backend.cli.options import Target
 from k8s_backend.conf import keys
 from k8s_backend.errors import ConfigError
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SECRETS, SERVICES, ApiError
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SECRETS, SERVICES
 
 Handler = Callable[[argparse.Namespace, Dependencies], int]
 GRACE_KEY = "spark.kubernetes.appKillPodDeletionGracePeriod"
 
 
 def add_parsers(subparsers: Any) -> None:
-    """Add ``status``, ``kill``, ``list`` and ``gc`` to an argparse subparsers object."""
+    """Add ``status``, ``kill``, ``list``, ``gc``, ``logs`` and ``events`` to an argparse subparsers
+    object."""
     status = subparsers.add_parser(
         "status",
         help="show applications: driver state and executors",
@@ -50,7 +50,7 @@ def add_parsers(subparsers: Any) -> None:
     status.add_argument(
         "-w", "--watch", action="store_true", help="show it again whenever it changes, until Ctrl-C"
     )
-    _common(status)
+    common_options(status)
     status.set_defaults(handler=status_command)
 
     kill = subparsers.add_parser(
@@ -70,12 +70,12 @@ def add_parsers(subparsers: Any) -> None:
     )
     kill.add_argument("--no-wait", action="store_true", help="return once the deletions are requested")
     kill.add_argument("--timeout", type=float, default=60.0, help="how long to wait for the pods to go (s)")
-    _common(kill)
+    common_options(kill)
     kill.set_defaults(handler=kill_command)
 
     listing = subparsers.add_parser("list", help="list applications (driver pods and client-mode executors)")
     listing.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
-    _common(listing)
+    common_options(listing)
     listing.set_defaults(handler=list_command)
 
     gc = subparsers.add_parser(
@@ -94,37 +94,9 @@ def add_parsers(subparsers: Any) -> None:
         action="store_true",
         help="also delete objects of apps with no known driver pod (client mode) and no running executor",
     )
-    _common(gc)
+    common_options(gc)
     gc.set_defaults(handler=gc_command)
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-l", "--selector", default="", help="extra label selector, e.g. team=data")
-    add_cluster_options(parser)
-
-
-def _run(
-    args: argparse.Namespace,
-    deps: Dependencies,
-    body: Callable[[Target], int],
-    *,
-    verb: str = "list",
-    resource: str = "pods",
-) -> int:
-    """Connect, run ``body``, and explain an API failure (naming ``verb`` and ``resource``)."""
-    target = connect_target(args, deps.environ, deps.connect)
-    try:
-        return body(target)
-    except ApiError as error:
-        raise _explain(error, target.connection, target.namespace, verb, resource) from None
-    finally:
-        target.connection.api.close()
-
-
-def _explain(
-    error: ApiError, connection: Connection, namespace: str | None, verb: str, resource: str
-) -> CliError:
-    return explain_api_error(error, connection.endpoint, verb=verb, resource=resource, namespace=namespace)
+    pod_commands.add_parsers(subparsers)
 
 
 KILL_NEEDS = [Permission("delete", PODS), Permission("deletecollection", PODS)]
@@ -140,28 +112,13 @@ GC_DELETE_NEEDS = [
 ]
 
 
-def _find(target: Target, ids: list[str], selector: str, *, leases: bool = False) -> list[Application]:
-    apps: list[Application] = []
-    for text in ids:
-        try:
-            namespace, pattern = parse_app_ref(text, target.namespace)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-        preflight(target.connection, namespace)
-        found = find_applications(target.connection.api, namespace, pattern, selector, leases=leases)
-        if not found:
-            raise CliError(f"no application matches {text!r} in namespace {namespace}")
-        apps.extend(found)
-    return apps
-
-
 WATCH_INTERVAL = 2.0  # seconds between looks of `status -w`
 
 
 def status_command(args: argparse.Namespace, deps: Dependencies) -> int:
     def render(target: Target) -> tuple[str, str]:
         """The text to show and what it says without ages (which alone change every second)."""
-        apps = _find(target, args.ids, args.selector)
+        apps = find_apps(target, args.ids, args.selector)
         now = deps.wall_clock()
         document = status_json(apps, now)
         if args.output == "json":
@@ -190,7 +147,7 @@ def status_command(args: argparse.Namespace, deps: Dependencies) -> int:
         except KeyboardInterrupt:
             return 0
 
-    return _run(args, deps, body)
+    return run_with_target(args, deps, body)
 
 
 def _grace_period(args: argparse.Namespace, target: Target) -> int | None:
@@ -210,7 +167,7 @@ def _grace_period(args: argparse.Namespace, target: Target) -> int | None:
 def kill_command(args: argparse.Namespace, deps: Dependencies) -> int:
     def body(target: Target) -> int:
         grace = _grace_period(args, target)
-        apps = _find(target, args.ids, args.selector, leases=True)
+        apps = find_apps(target, args.ids, args.selector, leases=True)
         for namespace in sorted({app.namespace for app in apps}):
             client_mode = any(app.driver is None for app in apps if app.namespace == namespace)
             preflight(target.connection, namespace, KILL_NEEDS + (KILL_CLIENT_NEEDS if client_mode else []))
@@ -227,7 +184,7 @@ def kill_command(args: argparse.Namespace, deps: Dependencies) -> int:
         )
         return 1 if result.remaining else 0
 
-    return _run(args, deps, body, verb="delete")
+    return run_with_target(args, deps, body, verb="delete")
 
 
 def list_command(args: argparse.Namespace, deps: Dependencies) -> int:
@@ -238,7 +195,7 @@ def list_command(args: argparse.Namespace, deps: Dependencies) -> int:
         show_list(apps, deps.console, deps.wall_clock())
         return 0
 
-    return _run(args, deps, body)
+    return run_with_target(args, deps, body)
 
 
 def gc_command(args: argparse.Namespace, deps: Dependencies) -> int:
@@ -258,7 +215,7 @@ def gc_command(args: argparse.Namespace, deps: Dependencies) -> int:
         )
         return 0
 
-    return _run(
+    return run_with_target(
         args,
         deps,
         body,

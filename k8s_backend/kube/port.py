@@ -52,6 +52,7 @@ PVCS = Resource("PersistentVolumeClaim", "persistentvolumeclaims")
 NAMESPACES = Resource("Namespace", "namespaces", namespaced=False)
 POD_GROUPS = Resource("PodGroup", "podgroups", group="scheduling.volcano.sh", version="v1beta1")
 LEASES = Resource("Lease", "leases", group="coordination.k8s.io")  # a client-mode driver's heartbeat
+EVENTS = Resource("Event", "events")  # core/v1 Events, read by `k8s-backend events`
 
 KNOWN_RESOURCES: tuple[Resource, ...] = (
     PODS,
@@ -62,6 +63,7 @@ KNOWN_RESOURCES: tuple[Resource, ...] = (
     NAMESPACES,
     POD_GROUPS,
     LEASES,
+    EVENTS,
 )
 
 MERGE_PATCH = "application/merge-patch+json"
