@@ -51,6 +51,9 @@ class Connection:
 
     api: KubernetesApi
     endpoint: ApiEndpoint
+    # The bearer token the client sends, whatever gave it (a kubeconfig, a --conf, a local cluster):
+    # a cluster-mode driver on the same loopback server needs it too.
+    token: str | None = attrs.field(default=None, repr=False)
 
 
 Connector = Callable[[ApiClientConf, str], Connection]
@@ -94,7 +97,8 @@ def official_connector(
             )
         except ConfigError as error:
             raise UsageError(str(error)) from None
-        return Connection(api, ApiEndpoint(settings.host, settings.source))
+        token = (getattr(settings.configuration, "api_key", None) or {}).get("BearerToken")
+        return Connection(api, ApiEndpoint(settings.host, settings.source), token=token or None)
 
     return connect
 

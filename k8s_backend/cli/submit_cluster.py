@@ -36,6 +36,7 @@ from k8s_backend.cli.cluster_api import (
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.driver_log import FileLogSource, LogFollower, LogSource, api_log_source
 from k8s_backend.cli.errors import ApiEndpoint, CliError, UsageError, explain_api_error
+from k8s_backend.cli.hints import manage_command
 from k8s_backend.cli.status_watch import DriverStatus, wait_for_driver
 from k8s_backend.cli.submission import Submission, split_list, to_kubernetes_conf
 from k8s_backend.conf.model import redacted
@@ -320,7 +321,7 @@ def run_cluster(
             master,
             api_url=connection.endpoint.url,
             local_image=local_image,
-            submission_token=getattr(cluster, "token", None) if cluster is not None else None,
+            submission_token=getattr(cluster, "token", None) if cluster is not None else connection.token,
         )
         preflight(connection, sub.namespace, plan.needs)
         create_objects(connection, plan, console)
@@ -332,8 +333,8 @@ def run_cluster(
         if not sub.wait:
             console.info(
                 "Deployed; not waiting (spark.kubernetes.submission.waitAppCompletion=false). Follow it with "
-                f"`k8s-backend status {names.submission_id}`, stop it with "
-                f"`k8s-backend kill {names.submission_id}`"
+                f"`{manage_command(sub, 'status', names.submission_id)}`, stop it with "
+                f"`{manage_command(sub, 'kill', names.submission_id)}`"
             )
             return 0
         return _wait(sub, connection, plan, console, cluster)
@@ -351,7 +352,8 @@ def _wait(sub: Submission, connection: Connection, plan: ClusterPlan, console: C
         if cluster is None:
             console.info(
                 "Stopped watching; the application keeps running "
-                f"(`k8s-backend status {names.submission_id}`, `k8s-backend kill {names.submission_id}`)"
+                f"(`{manage_command(sub, 'status', names.submission_id)}`, "
+                f"`{manage_command(sub, 'kill', names.submission_id)}`)"
             )
         return 130
     except ApiError as error:

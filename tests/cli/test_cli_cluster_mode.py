@@ -58,7 +58,7 @@ def test_cluster_mode_creates_pod_then_owned_service_and_config_map() -> None:
     assert mounted == config_map["metadata"]["name"]
     submission_id = f"default:{pod['metadata']['name']}"
     assert f"submission ID {submission_id}" in result.err
-    assert f"k8s-backend kill {submission_id}" in result.err
+    assert f"k8s-backend kill --master {MASTER} {submission_id}" in result.err
 
 
 @pytest.mark.parametrize("code", [0, 3])
