@@ -178,6 +178,16 @@ def _env(properties: Mapping[str, str], app_id: str) -> list[Obj]:
     return env
 
 
+def driver_image(properties: Mapping[str, str]) -> str:
+    """The driver container's image; a usage error when none is configured."""
+    image = properties.get("spark.kubernetes.driver.container.image") or properties.get(
+        "spark.kubernetes.container.image"
+    )
+    if not image:
+        raise UsageError("no driver image: set spark.kubernetes.container.image")
+    return image
+
+
 def build_driver_pod(
     properties: Mapping[str, str],
     names: DriverNames,

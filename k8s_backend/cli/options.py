@@ -29,7 +29,8 @@ class Target:
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    """``--master``, ``--namespace``, ``--conf`` and ``--properties-file`` on ``parser``."""
+    """``--master``, ``--namespace``, ``--conf``, ``--properties-file``, ``--kubeconfig`` and
+    ``--context`` on ``parser``."""
     parser.add_argument(
         "--master", help="the API server: pyk8s://https://HOST:PORT (default: kubeconfig or in-cluster)"
     )
@@ -48,6 +49,8 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "--properties-file",
         help="Spark properties file (default: spark-defaults.conf as spark-submit finds it)",
     )
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
 
 
 def cluster_properties(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
@@ -59,8 +62,13 @@ def cluster_properties(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     )
     properties = dict(merged.properties)
     properties["spark.master"] = normalize_master(properties.get("spark.master"))
-    if args.namespace:
-        properties["spark.kubernetes.namespace"] = args.namespace
+    for value, key in (
+        (args.namespace, "spark.kubernetes.namespace"),
+        (args.kubeconfig, "spark.kubernetes.kubeconfig"),
+        (args.context, "spark.kubernetes.context"),
+    ):
+        if value:
+            properties[key] = value
     return properties
 
 

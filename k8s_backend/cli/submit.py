@@ -48,6 +48,8 @@ spark-submit's, written --name value or --name=value:
 
 k8s-backend options:
   --namespace, -n NS       spark.kubernetes.namespace, as the other commands take it
+  --kubeconfig FILE        the kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config)
+  --context NAME           its context (default: the current one)
   --follow-log             cluster mode: print the driver's log while waiting
   --driver-command CMD     cluster mode: how the driver container starts k8s-backend
                            (default: k8s-backend; e.g. 'python3 -m k8s_backend.cli.main')
@@ -90,6 +92,8 @@ def submit_command(argv: Sequence[str], deps: Dependencies) -> int:
         options = argparse.Namespace(
             master=args.flags.get("--master"),
             namespace=args.flags.get("--namespace"),
+            kubeconfig=args.flags.get("--kubeconfig"),
+            context=args.flags.get("--context"),
             conf=[f"{k}={v}" for k, v in args.conf],
             properties_file=args.properties_file,
             selector="",

@@ -40,6 +40,8 @@ FLAG_KEYS: Mapping[str, str] = {
     "--driver-library-path": "spark.driver.extraLibraryPath",
     "--driver-class-path": "spark.driver.extraClassPath",
     "--namespace": "spark.kubernetes.namespace",  # not spark-submit's: as status, kill, list and gc take it
+    "--kubeconfig": "spark.kubernetes.kubeconfig",  # as kubectl's
+    "--context": "spark.kubernetes.context",
 }
 # Options with a value that are not properties.
 VALUE_OPTIONS = frozenset({"--conf", "--properties-file", "--kill", "--status", "--driver-command"})

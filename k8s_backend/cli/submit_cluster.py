@@ -198,7 +198,7 @@ def plan_cluster(
         properties.setdefault("spark.kubernetes.executor.podNamePrefix", prefix)
     conf = to_kubernetes_conf(properties)  # the driver will read these: check them now
     token, token_file_key = driver_token.move_token_to_file(properties)
-    image = driver_pod_image(properties)
+    image = driver_pod.driver_image(properties)
     plain, secret = driver_token.split_secret_properties(properties)
     secret_conf = java_properties(secret, "Secret Spark properties of the driver") if secret else None
     data, binary = driver_files.config_map_content(
@@ -229,7 +229,14 @@ def plan_cluster(
     return ClusterPlan(names, pod, properties, data, binary, token, secret_conf)
 
 
-_PASSED_AS_ARGS = ("spark.submit.pyFiles", "spark.files")
+# Not in the driver's properties: passed as arguments, or how this machine reaches the cluster (a local
+# kubeconfig path and context mean nothing in the driver's pod).
+_PASSED_AS_ARGS = (
+    "spark.submit.pyFiles",
+    "spark.files",
+    "spark.kubernetes.kubeconfig",
+    "spark.kubernetes.context",
+)
 
 
 def _has_client_credentials(props: dict[str, str] | Any) -> bool:
@@ -238,15 +245,6 @@ def _has_client_credentials(props: dict[str, str] | Any) -> bool:
         for k in props
         if k.endswith(("oauthToken", "oauthTokenFile", "clientCertFile"))
     )
-
-
-def driver_pod_image(properties: dict[str, str]) -> str:
-    image = properties.get("spark.kubernetes.driver.container.image") or properties.get(
-        "spark.kubernetes.container.image"
-    )
-    if not image:
-        raise UsageError("no driver image: set spark.kubernetes.container.image")
-    return image
 
 
 def create_objects(connection: Connection, plan: ClusterPlan, console: Console) -> Obj:

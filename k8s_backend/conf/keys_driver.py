@@ -159,6 +159,16 @@ API_KEYS: tuple[Key, ...] = (
         check=not_empty(),
     ),
     Key(
+        "spark.kubernetes.kubeconfig",
+        Kind.STRING,
+        None,
+        "Kubeconfig file to use instead of `$KUBECONFIG` (else `~/.kube/config`); "
+        "`k8s-backend --kubeconfig`. Not passed to a cluster-mode driver.",
+        field="api.kubeconfig",
+        check=not_empty(),
+        has_spark_entry=False,
+    ),
+    Key(
         "spark.kubernetes.trust.certificates",
         Kind.BOOL,
         "false",

@@ -43,6 +43,7 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 KEYS = {
     "master": "spark.master",
     "context": "spark.kubernetes.context",
+    "kubeconfig": "spark.kubernetes.kubeconfig",
     "oauth_token_file": "spark.kubernetes.authenticate.oauthTokenFile",
     "ca_cert_file": "spark.kubernetes.authenticate.caCertFile",
     "client_key_file": "spark.kubernetes.authenticate.clientKeyFile",
@@ -91,7 +92,7 @@ def build_client_settings(
     if api.master:
         source = _explicit(cfg, api, env, service_account_dir)
     else:
-        kubeconfig = _kubeconfig_path(env)
+        kubeconfig = _kubeconfig_path(env, api.kubeconfig)
         if kubeconfig is not None:
             _load_kubeconfig(cfg, kubeconfig, api.context)
             context = f" context {api.context!r}" if api.context else " (current context)"
@@ -130,7 +131,7 @@ def _explicit(cfg: Any, api: ApiClientConf, env: Mapping[str, str], sa_dir: str)
     has_credentials = bool(api.oauth_token or api.oauth_token_file or api.client_cert_file)
     if not has_credentials:
         # Borrow credentials only where they belong: never send a cluster's token to another URL.
-        kubeconfig = _kubeconfig_path(env)
+        kubeconfig = _kubeconfig_path(env, api.kubeconfig)
         if kubeconfig is not None and _kubeconfig_server(kubeconfig, api.context) == url:
             _load_kubeconfig(cfg, kubeconfig, api.context)
             source += f" with the credentials of kubeconfig {kubeconfig}"
@@ -220,8 +221,18 @@ def _default_kubeconfig(env: Mapping[str, str]) -> str:
     return os.path.join(home, ".kube", "config")
 
 
-def _kubeconfig_path(env: Mapping[str, str]) -> str | None:
-    """The kubeconfig to load (KUBECONFIG may list several files), or None if there is none."""
+def _kubeconfig_path(env: Mapping[str, str], explicit: str = "") -> str | None:
+    """The kubeconfig to load (``explicit``, else KUBECONFIG, which may list several files), or None if
+    there is none; an explicit file must exist."""
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise ConfigError(
+                f"{KEYS['kubeconfig']}={explicit!r} does not exist or is not a file; "
+                "point it to a kubeconfig",
+                key=KEYS["kubeconfig"],
+                value=explicit,
+            )
+        return explicit
     value = env.get("KUBECONFIG", "")
     paths = [p for p in value.split(os.pathsep) if p] if value else [_default_kubeconfig(env)]
     existing = [p for p in paths if os.path.isfile(p)]

@@ -16,6 +16,7 @@ class ApiClientConf:
 
     master: str = ""  # API server URL; "" means kubeconfig or in-cluster
     context: str = ""
+    kubeconfig: str = ""  # a kubeconfig file; "" means $KUBECONFIG, else ~/.kube/config
     trust_certificates: bool = False
     request_timeout: float = 10.0
     connection_timeout: float = 10.0
