@@ -9,6 +9,7 @@ from k8s_backend.conf.spec import (
     Check,
     Key,
     Kind,
+    all_of,
     at_least,
     between,
     each,
@@ -35,6 +36,14 @@ _POD_NAME_PREFIX = syntax_rule(
     _pod_name_prefix_problem,
     f"must be a DNS-1123 label-like name (letters, digits, '-') of at most {POD_NAME_PREFIX_MAX} characters",
 )
+# Both image keys: the API server refuses an image with surrounding blanks, the kubelet one with any.
+_IMAGE = syntax_rule(syntax.image_problem, "must be an image reference without whitespace")
+# The pod's terminationGracePeriodSeconds is an int64: 2^63 s (what 9223372036854775807s becomes as
+# float seconds) makes the API server refuse the pod's JSON.
+_GRACE_PERIOD = all_of(
+    at_least(0, "must be 0 or more"),
+    Check.that(lambda v: int(v) < 2**63, "must be below 2^63 seconds (an int64 field of the pod)"),
+)
 _BLOCK_MANAGER_PORT = Check.that(lambda v: v == 0 or 1024 <= v <= 65535, "must be 0 or in 1024-65535")
 
 IMAGE_KEYS: tuple[Key, ...] = (
@@ -43,7 +52,7 @@ IMAGE_KEYS: tuple[Key, ...] = (
         Kind.STRING,
         None,
         "Image of all Spark containers; `{{SPARK_VERSION}}` is replaced by the installed pyspark version.",
-        check=not_empty(),
+        check=_IMAGE,
     ),
     Key(
         "spark.kubernetes.executor.container.image",
@@ -52,7 +61,7 @@ IMAGE_KEYS: tuple[Key, ...] = (
         "Executor image (required when pods are built; `{{SPARK_VERSION}}` is replaced).",
         field="executor.image",
         fallbacks=("spark.kubernetes.container.image",),
-        check=not_empty(),
+        check=_IMAGE,
         custom=True,
     ),
     Key(
@@ -307,7 +316,7 @@ MISC_KEYS: tuple[Key, ...] = (
         "30s",
         "Executor pods' `terminationGracePeriodSeconds`.",
         field="executor.termination_grace_period",
-        check=at_least(0, "must be 0 or more"),
+        check=_GRACE_PERIOD,
     ),
     Key(
         "spark.kubernetes.securityContext.allowPrivilegeEscalation",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from k8s_backend.conf.spec import DNS_LABEL, Key, Kind, at_least, greater_than, one_of
+from k8s_backend.conf.spec import DNS_LABEL, LABEL_VALUE, Key, Kind, at_least, greater_than, one_of
 
 GANG_KEYS: tuple[Key, ...] = (
     Key(
@@ -58,6 +58,7 @@ GANG_KEYS: tuple[Key, ...] = (
         None,
         "YuniKorn queue (label and annotation `yunikorn.apache.org/queue`), e.g. `root.default`.",
         field="gang.yunikorn_queue",
+        check=LABEL_VALUE,  # it becomes a label value of every executor pod
         has_spark_entry=False,
     ),
     Key(

@@ -31,6 +31,7 @@ from k8s_backend.conf.model import (
 )
 from k8s_backend.conf.parse_volumes import parse_volumes
 from k8s_backend.conf.spec import Use
+from k8s_backend.conf.units import cpu_millis
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube import masters
 
@@ -66,6 +67,7 @@ def parse_spark_conf(conf: object) -> KubernetesConf:
     )
     _check_pending_pods(reader, values)
     _check_task_cpus(reader, values)
+    _check_cpu_limit(reader, values)
     return _assemble(values, props)
 
 
@@ -278,6 +280,26 @@ def _check_task_cpus(reader: Reader, values: Mapping[str, Any]) -> None:
             f"{task_cpus:g}.",
             key="spark.task.cpus",
             value=task_cpus,
+        )
+
+
+def _check_cpu_limit(reader: Reader, values: Mapping[str, Any]) -> None:
+    """The API server refuses a container whose CPU request is above its CPU limit."""
+    limit: str | None = values.get("executor.limit_cores")
+    if limit is None:
+        return
+    request: str | None = values.get("executor.request_cores")
+    request_key = "spark.kubernetes.executor.request.cores"
+    if request is None:
+        request, request_key = str(values["executor.default_profile.cores"]), "spark.executor.cores"
+    if cpu_millis(request) > cpu_millis(limit):
+        name = "spark.kubernetes.executor.limit.cores"
+        raise ConfigError(
+            f"{name}={reader.props.get(name)} is invalid: the CPU limit is below the CPU request "
+            f"({request_key}={reader.props.get(request_key, request)}), which Kubernetes refuses; raise the "
+            f"limit or lower the request",
+            key=name,
+            value=reader.props.get(name),
         )
 
 

@@ -59,7 +59,7 @@ def _check_label(full_key: str, name: str, value: str, app_id: str | None, what:
     problem = syntax.label_key_problem(name)
     if problem is not None:
         raise _invalid(full_key, value, f"the {what} key {name!r} {problem}")
-    sample = value.replace(APP_ID_PLACEHOLDER, app_id or _SAMPLE_APP_ID).replace(EXECUTOR_ID_PLACEHOLDER, "1")
+    sample = _with_sample_ids(value, app_id)
     problem = syntax.label_value_problem(sample)
     if problem is not None:
         substituted = " (once {{APP_ID}} and {{EXECUTOR_ID}} are replaced)" if sample != value else ""
@@ -83,13 +83,32 @@ def pod_labels(props: Mapping[str, str], app_id: str | None) -> dict[str, str]:
 
 
 def pod_annotations(props: Mapping[str, str]) -> dict[str, str]:
-    """``spark.kubernetes.executor.annotation.*`` (keys checked; values are free text)."""
+    """``spark.kubernetes.executor.annotation.*`` (keys checked, values free text, 256 KiB in all)."""
     found = with_prefix(props, ANNOTATION_PREFIX)
     for name, value in found.items():
         problem = syntax.label_key_problem(name)
         if problem is not None:
             raise _invalid(ANNOTATION_PREFIX + name, value, f"the annotation key {name!r} {problem}")
+    check_annotations_size(ANNOTATION_PREFIX, found)
     return found
+
+
+def check_annotations_size(prefix: str, annotations: Mapping[str, str]) -> None:
+    """Refuse annotations (ids substituted as in pods) that the API server finds too big in total."""
+    sample = {k: _with_sample_ids(v) for k, v in annotations.items()}
+    problem = syntax.annotations_size_problem(sample)
+    if problem is not None:
+        biggest = max(sample, key=lambda k: len(k) + len(sample[k]))
+        raise ConfigError(
+            f"{prefix}*: {problem}; shorten or remove some, e.g. {prefix}{biggest}",
+            key=prefix + biggest,
+            value=annotations[biggest],
+        )
+
+
+def _with_sample_ids(value: str, app_id: str | None = None) -> str:
+    """``value`` as it will be in a pod, for checking before the ids are known."""
+    return value.replace(APP_ID_PLACEHOLDER, app_id or _SAMPLE_APP_ID).replace(EXECUTOR_ID_PLACEHOLDER, "1")
 
 
 def node_selector(props: Mapping[str, str]) -> dict[str, str]:
@@ -196,7 +215,7 @@ def custom_resources(props: Mapping[str, str]) -> tuple[ResourceRequest, ...]:
                 f"e.g. {base}.vendor=nvidia.com for nvidia.com/{name}",
                 key=f"{base}.vendor",
             )
-        problem = syntax.label_key_problem(f"{vendor}/{name}")
+        problem = syntax.extended_resource_problem(f"{vendor}/{name}")
         if problem is not None:
             raise _invalid(f"{base}.vendor", vendor, f"the resource name {vendor}/{name} {problem}")
         requests.append(ResourceRequest(name, amount, vendor, options.get("discoveryScript", "")))

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from k8s_backend.conf import syntax
 from k8s_backend.conf.model import VolumeSpec
-from k8s_backend.conf.parse_pod import with_prefix
+from k8s_backend.conf.parse_pod import check_annotations_size, with_prefix
 from k8s_backend.conf.units import parse_bool, parse_volume_size, quantity_value
 from k8s_backend.errors import ConfigError
 
@@ -144,6 +144,10 @@ def _volume(kind: str, name: str, options: dict[str, str]) -> VolumeSpec:
                 "options.claimName",
                 f"the claim name {problem} (OnDemand and SPARK_EXECUTOR_ID are replaced per executor)",
             )
+    storage_class = options.get("options.storageClass", "") if kind == "persistentVolumeClaim" else ""
+    problem = syntax.dns_subdomain_problem(storage_class) if storage_class else None
+    if problem is not None:  # the claim's spec.storageClassName, a StorageClass name
+        raise invalid("options.storageClass", f"the storage class name {problem}")
     labels, annotations = _claim_metadata(base, kind, options)
     return VolumeSpec(
         name=name,
@@ -154,7 +158,7 @@ def _volume(kind: str, name: str, options: dict[str, str]) -> VolumeSpec:
         path=options.get("options.path", "") if kind in ("hostPath", "nfs") else "",
         server=options.get("options.server", "") if kind == "nfs" else "",
         claim_name=claim_name,
-        storage_class=options.get("options.storageClass", "") if kind == "persistentVolumeClaim" else "",
+        storage_class=storage_class,
         size_limit=size_limit,
         medium=medium if kind == "emptyDir" else "",
         mount_sub_path_expr=options.get("mount.subPathExpr", ""),
@@ -199,6 +203,7 @@ def _claim_metadata(base: str, kind: str, options: dict[str, str]) -> tuple[dict
                 key=f"{base}.{_ANNOTATION}{name}",
                 value=value,
             )
+    check_annotations_size(f"{base}.{_ANNOTATION}", annotations)
     return labels, annotations
 
 

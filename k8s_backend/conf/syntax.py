@@ -1,4 +1,5 @@
-"""Kubernetes syntax rules for names, label keys and values, and environment variable names.
+"""Kubernetes syntax rules for names, label keys and values, annotations, environment variable names,
+image names and resource names.
 
 Each ``*_problem`` function returns None when the text is valid, else a short phrase saying what is
 wrong, for the caller to put in a :class:`ConfigError` that also names the Spark key and value.
@@ -6,8 +7,17 @@ wrong, for the caller to put in a :class:`ConfigError` that also names the Spark
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from k8s_backend.kube import names
-from k8s_backend.kube.labels import label_key_errors, label_value_errors
+from k8s_backend.kube.labels import (
+    TOTAL_ANNOTATION_SIZE_LIMIT,
+    annotations_size,
+    annotations_size_errors,
+    extended_resource_name_errors,
+    label_key_errors,
+    label_value_errors,
+)
 
 # Whether a text is valid is decided by the API server's rules (kube/names.py, kube/labels.py); only the
 # phrasing is this module's, so a conf check cannot accept what the API server refuses, or the reverse.
@@ -92,3 +102,37 @@ def secret_key_problem(key: str) -> str | None:
     if not names.full_match(names.CONFIG_KEY_PATTERN, key):
         return "must be letters, digits, '-', '_' and '.'"
     return "must not be '.' or '..', nor start with '..'"
+
+
+def annotations_size_problem(annotations: Mapping[str, str]) -> str | None:
+    """All of one object's annotations (keys and values) must fit in 256 KiB, as the API server counts."""
+    if not annotations_size_errors(annotations):
+        return None
+    return (
+        f"the annotations take {annotations_size(annotations)} bytes (keys and values); the API server "
+        f"accepts at most {TOTAL_ANNOTATION_SIZE_LIMIT} (256 KiB) per object"
+    )
+
+
+def image_problem(image: str) -> str | None:
+    """A container image reference: not blank, no whitespace.
+
+    The API server refuses leading or trailing whitespace; it accepts whitespace inside, but no image
+    reference can contain it, so the kubelet fails every pod with InvalidImageName: refused here too.
+    """
+    if not image.strip():
+        return "must not be empty (leave the key unset instead)"
+    if any(char.isspace() for char in image):
+        return "must not contain whitespace (an image reference such as registry/spark:4.3.0 has none)"
+    return None
+
+
+def extended_resource_problem(name: str) -> str | None:
+    """A custom resource requested as ``<vendor>/<name>``: a qualified name outside the ``requests.``
+    prefix (the API server's extended resource rule)."""
+    if not extended_resource_name_errors(name):
+        return None
+    problem = label_key_problem(name)
+    if problem is not None:
+        return problem
+    return "must not start with 'requests.' and must stay a valid name with 'requests.' put before it"

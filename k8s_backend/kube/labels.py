@@ -116,3 +116,42 @@ def label_value_errors(value: str) -> list[str]:
     if not full_match(LABEL_VALUE_PATTERN, value):
         problems.append(regex_error(LABEL_VALUE_ERROR, LABEL_VALUE_PATTERN, "MyValue", "my_value", "12345"))
     return problems
+
+
+# apimachinery's TotalAnnotationSizeLimitB: the keys and values of one object's annotations, in bytes.
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+
+def annotations_size(annotations: Mapping[str, str]) -> int:
+    """The size the API server counts for an object's annotations: every key and value, UTF-8 bytes."""
+    return sum(len(key.encode()) + len(value.encode()) for key, value in annotations.items())
+
+
+def annotations_size_errors(annotations: Mapping[str, str]) -> list[str]:
+    """Why these annotations are too big for one object, in the server's words; empty when they fit."""
+    if annotations_size(annotations) <= TOTAL_ANNOTATION_SIZE_LIMIT:
+        return []
+    return [f"may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"]
+
+
+# --- container resource names (requests and limits) ------------------------------------------------
+# pkg/apis/core/helper IsExtendedResourceName: a name with a '/' outside *kubernetes.io/ is an extended
+# resource, which must not start with "requests." and must stay a qualified name once "requests." is
+# put before it (the name its quota takes).
+
+RESOURCE_REQUESTS_PREFIX = "requests."
+NATIVE_RESOURCE_DOMAIN = "kubernetes.io/"
+EXTENDED_RESOURCE_ERROR = "doesn't follow extended resource name standard"
+
+
+def extended_resource_name_errors(name: str) -> list[str]:
+    """Why ``name`` (``<domain>/<name>``, e.g. ``nvidia.com/gpu``) is refused as a container resource;
+    empty when the API server accepts it (native ``*kubernetes.io/`` names included)."""
+    problems = label_key_errors(name)
+    if problems:
+        return problems
+    if "/" not in name or NATIVE_RESOURCE_DOMAIN in name:
+        return []
+    if name.startswith(RESOURCE_REQUESTS_PREFIX) or label_key_errors(RESOURCE_REQUESTS_PREFIX + name):
+        return [EXTENDED_RESOURCE_ERROR]
+    return []

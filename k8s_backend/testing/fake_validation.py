@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from k8s_backend.kube.labels import label_key_errors, label_value_errors
+from k8s_backend.kube.labels import (
+    annotations_size_errors,
+    extended_resource_name_errors,
+    label_key_errors,
+    label_value_errors,
+)
 from k8s_backend.kube.names import config_key_errors, dns1123_label_errors, dns1123_subdomain_errors
 from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, SERVICES, Obj, Resource
 from k8s_backend.kube.quantity import QUANTITY_PATTERN, parse_quantity
@@ -70,20 +75,11 @@ def _validate_string_map(mapping: Any, path: str, *, check_values: bool) -> list
     return errors
 
 
-_TOTAL_ANNOTATION_BYTES = 256 * 1024
-
-
 def _validate_annotations_size(annotations: Any) -> list[FieldError]:
     if not isinstance(annotations, dict):
         return []
-    total = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
-    if total <= _TOTAL_ANNOTATION_BYTES:
-        return []
-    return [
-        FieldError(
-            "metadata.annotations", TOO_LONG, detail=f"may not be more than {_TOTAL_ANNOTATION_BYTES} bytes"
-        )
-    ]
+    sized = {str(k): str(v) for k, v in annotations.items()}
+    return [FieldError("metadata.annotations", TOO_LONG, detail=p) for p in annotations_size_errors(sized)]
 
 
 def _validate_owner_references(refs: Any) -> list[FieldError]:
@@ -172,8 +168,8 @@ def _validate_container(container: Any, path: str, seen: set[str]) -> list[Field
 def _validate_resource_name(name: str, field: str) -> list[FieldError]:
     if name in _STANDARD_CONTAINER_RESOURCES or name.startswith("hugepages-"):
         return []
-    if "/" in name and not label_key_errors(name):
-        return []
+    if "/" in name:  # extended resources, by the rule of kube/labels.py
+        return [FieldError(field, INVALID, name, p) for p in extended_resource_name_errors(name)]
     return [FieldError(field, INVALID, name, "must be a standard resource for containers")]
 
 

@@ -227,6 +227,7 @@ BAD: dict[str, tuple[str, str]] = {
     "spark.kubernetes.gang.minExecutors": ("0", "invalid: must be a positive integer"),
     "spark.kubernetes.gang.timeout": ("0s", "invalid: must be a positive duration"),
     "spark.kubernetes.gang.style": ("hard", "invalid: must be one of Soft, Hard"),
+    "spark.kubernetes.yunikorn.queue": ("root a", "invalid: must be letters, digits"),
     "spark.kubernetes.yunikorn.taskGroupName": ("Bad_Name", "invalid: must be a DNS-1123 label"),
     "spark.kubernetes.executor.stuckTimeout": ("0", "invalid: must be a positive duration"),
     "spark.kubernetes.executor.imagePullFailTimeout": ("-1s", "invalid: must be 0 (disabled) or a positive"),
