@@ -11,9 +11,11 @@ import attrs
 from k8s_backend.allocation.driver_pod import fetch_driver_pod
 from k8s_backend.allocation.settings import AllocatorIdentity
 from k8s_backend.backend import StartPlan
+from k8s_backend.conf import syntax
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.errors import ConfigError
 from k8s_backend.gang.setup import GangSetup
+from k8s_backend.kube.labels import SPARK_APP_ID_LABEL
 from k8s_backend.kube.leases import heartbeat_lease_for
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.pods.auth_secret import build_executor_auth_secret, executor_auth_secret_name
@@ -39,9 +41,17 @@ class Application:
 
 
 def check_identity(app_id: str, driver_url: str) -> None:
-    """Refuse an empty application id or driver address."""
+    """Refuse an application id the API server refuses as a label value, or an empty driver address."""
     if not app_id:
         raise ConfigError("app_id must be a non-empty application id (spark.app.id)", key="spark.app.id")
+    problem = syntax.label_value_problem(app_id)
+    if problem is not None:  # every object of the application carries it as its spark-app-selector label
+        raise ConfigError(
+            f"spark.app.id={app_id} is invalid: it is the {SPARK_APP_ID_LABEL} label of every executor pod, "
+            f"and a label value {problem}",
+            key="spark.app.id",
+            value=app_id,
+        )
     if not driver_url:
         raise ConfigError("driver_url must be the driver's spark:// RPC address", key="spark.driver.host")
 

@@ -107,7 +107,7 @@ class ExecutorPodBuilder:
         self._conf = conf
         self._facts = facts if facts is not None else DriverFacts.detect(conf)
         self._template: PodTemplate = load_pod_template(
-            conf.executor.pod_template_file, conf.executor.pod_template_container_name
+            conf.executor.pod_template_file, conf.executor.pod_template_container_name, conf.namespace
         )
         extra = list(steps or ())
         for index, step in enumerate(extra):

@@ -113,8 +113,23 @@ def select_spark_container(pod: Obj, container_name: str | None) -> PodTemplate:
     return PodTemplate(pod=pod, container=container, container_index=index)
 
 
-def load_pod_template(path: str | None, container_name: str | None) -> PodTemplate:
-    """The template configured for executors, or an empty one."""
+def load_pod_template(
+    path: str | None, container_name: str | None, namespace: str | None = None
+) -> PodTemplate:
+    """The template configured for executors, or an empty one.
+
+    With ``namespace`` (the application's), a template naming another namespace is refused: the API
+    server refuses to create a pod whose ``metadata.namespace`` is not the one it is created in.
+    """
     if not path:
         return EMPTY_TEMPLATE
-    return select_spark_container(read_template_file(path), container_name)
+    template = select_spark_container(read_template_file(path), container_name)
+    own = (template.pod.get("metadata") or {}).get("namespace")
+    if namespace is not None and own not in (None, "", namespace):
+        raise _fail(
+            path,
+            f"its metadata.namespace is {own!r} but executor pods are created in {namespace!r} "
+            "(spark.kubernetes.namespace); remove metadata.namespace from the template or set "
+            "spark.kubernetes.namespace to it",
+        )
+    return template

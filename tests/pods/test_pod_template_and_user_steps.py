@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Sequence
 
+import attrs
 import pytest
 import yaml
 from pod_builder_fixtures import FACTS, build, env_values, make_conf, make_request, spark_container
@@ -57,10 +58,30 @@ TEMPLATE: Obj = {
 }
 
 
-def template_conf(tmp_path, template: object, name: str = "template.yaml", **executor) -> KubernetesConf:
+def template_conf(
+    tmp_path, template: object, name: str = "template.yaml", namespace: str = "namespace", **executor
+) -> KubernetesConf:
+    """A configuration with the template written to a file, in ``namespace`` (TEMPLATE's by default: a
+    template may only repeat the application's namespace)."""
     path = tmp_path / name
     path.write_text(yaml.safe_dump(template) if name.endswith(".yaml") else json.dumps(template))
-    return make_conf(pod_template_file=str(path), **executor)
+    return attrs.evolve(make_conf(pod_template_file=str(path), **executor), namespace=namespace)
+
+
+@pytest.mark.parametrize("namespace", ["namespace", None, ""])
+def test_a_template_may_name_the_applications_namespace_or_none(tmp_path, namespace: str | None) -> None:
+    template = {"metadata": {"namespace": namespace}, "spec": {"containers": [{"name": "spark"}]}}
+    pod = build(template_conf(tmp_path, template)).pod
+    assert pod["metadata"].get("namespace") == namespace
+
+
+def test_a_template_in_another_namespace_is_refused_before_any_pod(tmp_path) -> None:
+    # A real API server answers 400 to a pod whose metadata.namespace is not the request's.
+    template = {"metadata": {"namespace": "other"}, "spec": {"containers": [{"name": "spark"}]}}
+    refused = "metadata.namespace is 'other' but executor pods are created in 'spark-jobs'"
+    with pytest.raises(ConfigError, match=refused) as e:
+        ExecutorPodBuilder(template_conf(tmp_path, template, namespace="spark-jobs"), facts=FACTS)
+    assert e.value.key == "spark.kubernetes.executor.podTemplateFile"
 
 
 def test_empty_initial_pod_without_a_template() -> None:
