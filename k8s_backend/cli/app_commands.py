@@ -19,7 +19,7 @@ from k8s_backend.cli.cluster_api import Permission, preflight
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.deps import Dependencies
 from k8s_backend.cli.errors import UsageError
-from k8s_backend.cli.executor_table import OUTPUTS, rows_of, status_json, table_lines
+from k8s_backend.cli.executor_table import OUTPUTS, rows_of, status_json, table_lines, write_timeline
 from k8s_backend.cli.gc import collect_garbage
 from k8s_backend.cli.options import Target
 from k8s_backend.conf import keys
@@ -49,6 +49,11 @@ def add_parsers(subparsers: Any) -> None:
     )
     status.add_argument(
         "-w", "--watch", action="store_true", help="show it again whenever it changes, until Ctrl-C"
+    )
+    status.add_argument(
+        "--timeline",
+        metavar="PATH",
+        help="also write the executor timeline as a self-contained HTML file (one ID at a time)",
     )
     common_options(status)
     status.set_defaults(handler=status_command)
@@ -133,6 +138,9 @@ def status_command(args: argparse.Namespace, deps: Dependencies) -> int:
         return "\n".join(lines), document
 
     def body(target: Target) -> int:
+        if args.timeline:
+            write_timeline(find_apps(target, args.ids, args.selector), args.timeline, deps.wall_clock())
+            deps.console.info(f"Wrote the executor timeline to {args.timeline}")
         text, shown = render(target)
         deps.console.result(text)
         if not args.watch:

@@ -103,6 +103,7 @@ def submit_command(argv: Sequence[str], deps: Dependencies) -> int:
             timeout=60.0,
             output="table",
             watch=False,
+            timeline=None,
         )
         return kill_command(options, deps) if args.kill is not None else status_command(options, deps)
     sub = build_submission(args, deps.environ)

@@ -109,3 +109,21 @@ def test_watch_shows_it_again_only_when_something_changed_until_ctrl_c() -> None
     assert result.code == 0, result.err
     assert result.out.count(f"Executors of {APP}:") == 2
     assert "1 (generic, look at logs to clarify)" in result.out.split(f"Executors of {APP}:")[-1]
+
+
+def test_timeline_writes_a_self_contained_page_of_the_executors(tmp_path: Any) -> None:
+    page = tmp_path / "timeline.html"
+    result = cli(["status", *M, "pi-driver", "--timeline", str(page)], scenario(), wall_clock=lambda: NOW)
+    assert result.code == 0, result.err
+    assert f"Wrote the executor timeline to {page}" in result.err
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<script" not in html
+    for executor_id in ("1", "2", "10"):
+        assert f">exec {executor_id}<" in html
+    assert "Unschedulable: 0/3 nodes are available: 3 Insufficient memory." in html
+    assert "137 (SIGKILL, possible container OOM), OOMKilled" in html
+
+
+def test_timeline_of_several_applications_is_refused() -> None:
+    result = cli(["status", *M, "pi-driver", APP, "--timeline", "/tmp/x.html"], scenario())
+    assert result.code == 2 and "--timeline writes one application's timeline" in result.err

@@ -1,0 +1,143 @@
+"""Turn what is known of an application into a :class:`~k8s_backend.report.timeline.Timeline`.
+
+Two sources: the backend's executor histories (state, time and reason of every move, kept by the
+executor tracker), and, for ``k8s-backend status --timeline`` of an application running elsewhere, the
+executor pods themselves (creation, scheduling, container start and end times). Both are pure
+functions of their input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import attrs
+
+from k8s_backend.kube.labels import SPARK_EXECUTOR_ID_LABEL
+from k8s_backend.kube.port import Obj
+from k8s_backend.lifecycle import explain
+from k8s_backend.report.timeline import ExecutorLine, Marker, Span, Timeline
+from k8s_backend.snapshots.states import parse_timestamp
+
+ENDINGS = frozenset({"succeeded", "failed", "lost", "deleted"})
+EXECUTOR_CONTAINER = "spark-kubernetes-executor"
+
+
+@attrs.frozen
+class Move:
+    """One recorded state change of an executor (the first one is its request)."""
+
+    time: float
+    state: str
+    reason: str = ""
+
+
+def executor_line(
+    executor_id: str, moves: Sequence[Move], now: float, registered_at: float | None = None
+) -> ExecutorLine:
+    """The spans of one executor's moves; a running span is split where the executor registered."""
+    spans: list[Span] = []
+    ended = ""
+    for index, move in enumerate(moves):
+        if move.state in ENDINGS:
+            if move.state == "deleted" and spans and spans[-1].kind in ENDINGS:
+                break  # the pod of an ended executor was cleaned up: nothing new to show
+            ended = f"{move.state}" + (f": {move.reason}" if move.reason else "")
+            spans.append(Span(move.state, move.time, move.time, move.reason))
+            break
+        end = moves[index + 1].time if index + 1 < len(moves) else now
+        spans.append(Span(move.state, move.time, end, move.reason))
+    if registered_at is not None:
+        spans = _split_at_registration(spans, registered_at)
+    return ExecutorLine(executor_id, tuple(spans), ended)
+
+
+def _split_at_registration(spans: list[Span], registered_at: float) -> list[Span]:
+    out: list[Span] = []
+    for span in spans:
+        if span.kind == "running" and span.start <= registered_at < span.end:
+            out.append(attrs.evolve(span, end=registered_at))
+            out.append(Span("registered", registered_at, span.end, "registered with the driver"))
+        else:
+            out.append(span)
+    return out
+
+
+def from_histories(
+    title: str,
+    histories: Mapping[int, Sequence[Move]],
+    *,
+    now: float,
+    start: float | None = None,
+    registered_at: Mapping[int, float] | None = None,
+    target: Iterable[tuple[float, int]] = (),
+    markers: Iterable[Marker] = (),
+) -> Timeline:
+    """A timeline from the executor histories the backend kept, oldest executor first."""
+    registered = registered_at or {}
+    lines = tuple(
+        executor_line(str(executor_id), moves, now, registered.get(executor_id))
+        for executor_id, moves in sorted(histories.items())
+        if moves
+    )
+    steps = tuple(sorted(target))
+    marks = tuple(sorted(markers, key=lambda m: m.time))
+    first = [m[0].time for m in histories.values() if m] + [t for t, _ in steps] + [m.time for m in marks]
+    begin = start if start is not None else min(first, default=now)
+    return Timeline(title, begin, max(now, begin), lines, steps, marks)
+
+
+def _time(value: object) -> float | None:
+    return parse_timestamp(value)
+
+
+def pod_moves(pod: Obj) -> list[Move]:
+    """What a pod's own times tell: created (requested), scheduled (pending), started, ended, deleted."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    moves: list[Move] = []
+    created = _time(meta.get("creationTimestamp"))
+    if created is None:
+        return moves
+    moves.append(Move(created, "requested"))
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled":
+            when = _time(condition.get("lastTransitionTime")) or created
+            reason = ""
+            if condition.get("status") == "False":
+                why, message = condition.get("reason") or "Unschedulable", condition.get("message") or ""
+                reason = f"{why}: {message}" if message else str(why)
+            moves.append(Move(when, "pending", reason))
+    own = explain.spark_container_status(pod, EXECUTOR_CONTAINER) or {}
+    state = own.get("state") or {}
+    waiting = state.get("waiting") or {}
+    if waiting.get("reason") and moves[-1].state == "pending" and not moves[-1].reason:
+        moves[-1] = attrs.evolve(moves[-1], reason=str(waiting["reason"]))
+    started = _time((state.get("running") or state.get("terminated") or {}).get("startedAt"))
+    if started is not None:
+        moves.append(Move(started, "running"))
+    terminated = state.get("terminated")
+    # A status without times (some writers leave them out) still ended: at the last time known.
+    finished = _time((terminated or {}).get("finishedAt"))
+    if terminated is not None and finished is None:
+        finished = started or moves[-1].time
+    if terminated is not None and finished is not None:
+        code = int(terminated.get("exitCode", explain.UNKNOWN_EXIT_CODE))
+        why = explain.describe_exit_code(code)
+        if terminated.get("reason"):
+            why += f", {terminated['reason']}"
+        moves.append(Move(finished, "succeeded" if code == 0 else "failed", f"exit {why}"))
+    deleting = _time(meta.get("deletionTimestamp"))
+    if deleting is not None and finished is None:
+        moves.append(Move(deleting, "terminating", "deletion requested"))
+    return sorted(moves, key=lambda m: m.time)
+
+
+def from_pods(title: str, pods: Iterable[Obj], *, now: float) -> Timeline:
+    """A timeline of an application's executor pods as the API shows them now."""
+    histories: dict[int, list[Move]] = {}
+    for pod in pods:
+        raw = ((pod.get("metadata") or {}).get("labels") or {}).get(SPARK_EXECUTOR_ID_LABEL)
+        if raw is None or not str(raw).isdigit():
+            continue
+        histories[int(raw)] = pod_moves(pod)
+    return from_histories(title, histories, now=now)
