@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from k8s_backend.cli import driver_files, driver_pod, driver_sizing, driver_token
+from k8s_backend.cli import driver_files, driver_pod, driver_sizing, driver_token, executor_preview
 from k8s_backend.cli.cluster_api import (
     SUBMISSION_AUTH,
     Connection,
@@ -197,6 +197,7 @@ def plan_cluster(
     if is_dns1123_subdomain(prefix) and len(prefix) <= 237:
         properties.setdefault("spark.kubernetes.executor.podNamePrefix", prefix)
     conf = to_kubernetes_conf(properties)  # the driver will read these: check them now
+    executor_preview.check_executors(conf, app_id=names.app_id)  # and build an executor pod as it will
     token, token_file_key = driver_token.move_token_to_file(properties)
     image = driver_pod.driver_image(properties)
     plain, secret = driver_token.split_secret_properties(properties)

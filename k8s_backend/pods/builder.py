@@ -64,6 +64,11 @@ def _normalize(entry: str) -> str:
     return entry.replace(":", ".")
 
 
+def names_builtin_step(entry: str) -> bool:
+    """Whether an ``excludedFeatureSteps`` entry names a built-in step (by Spark's class name or ours)."""
+    return _normalize(entry) in {class_path(cls) for cls in _SPARK_STEP_NAMES.values()}
+
+
 def _without_excluded(steps: list[FeatureStep], excluded: set[str], matched: set[str]) -> list[FeatureStep]:
     kept = []
     for step in steps:
