@@ -53,6 +53,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--no-processes", action="store_true", help="mark pods Running without starting processes"
     )
     parser.add_argument(
+        "--no-tls",
+        action="store_true",
+        help="serve plain http (default: https with a CA of the cluster's own, which kubectl needs: it "
+        "never sends a token over http)",
+    )
+    parser.add_argument(
         "--work-dir", default=None, help="pod volumes and container logs (default: a temp dir)"
     )
     parser.add_argument(
@@ -96,10 +102,15 @@ def exposure_problem(host: str, token: str | None) -> str | None:
     )
 
 
-def describe(url: str, kubeconfig: str, work_dir: str, token: str | None, image: str) -> str:
+def describe(
+    url: str, kubeconfig: str, work_dir: str, token: str | None, image: str, ca_cert: str | None = None
+) -> str:
     """The instructions printed once the cluster is up."""
     auth = f" \\\n    --conf spark.kubernetes.authenticate.oauthToken={token}" if token else ""
     backend_auth = f"\n  spark.kubernetes.authenticate.oauthToken={token}" if token else ""
+    if ca_cert:
+        auth += f" \\\n    --conf spark.kubernetes.authenticate.caCertFile={ca_cert}"
+        backend_auth += f"\n  spark.kubernetes.authenticate.caCertFile={ca_cert}"
     return f"""\
 k8s-backend local cluster is running.
   API server:  {url}
@@ -147,6 +158,7 @@ def run_local(
             host=args.host,
             port=args.port,
             stop_grace=args.stop_grace,
+            tls=not args.no_tls,
         )
         problem = exposure_problem(args.host, cluster.token)
         if problem is not None:
@@ -159,7 +171,12 @@ def run_local(
         with cluster:
             stream.write(
                 describe(
-                    cluster.url, str(cluster.kubeconfig), str(cluster.work_dir), cluster.token, args.image
+                    cluster.url,
+                    str(cluster.kubeconfig),
+                    str(cluster.work_dir),
+                    cluster.token,
+                    args.image,
+                    str(cluster.ca_cert) if cluster.ca_cert is not None else None,
                 )
             )
             stream.flush()

@@ -15,6 +15,7 @@ one unless given): :attr:`LocalCluster.kubeconfig` (written owner-only), :meth:`
 from __future__ import annotations
 
 import atexit
+import base64
 import logging
 import os
 import secrets
@@ -87,6 +88,7 @@ class LocalCluster:
         keep_work_dir: bool = False,
         stop_grace: float = 3.0,
         image_pull_backoff: float = 0.5,
+        tls: bool = False,
     ) -> None:
         self._nodes = list(nodes) if nodes is not None else default_nodes(run_processes)
         self._run_processes = run_processes
@@ -100,6 +102,8 @@ class LocalCluster:
         self._port = port
         self._keep_work_dir = keep_work_dir or work_dir is not None
         self._stop_grace = stop_grace
+        self._tls = tls
+        self._ca_cert: Path | None = None
         self._lock = threading.Lock()
         self._started = False
         self._stopped = False
@@ -128,8 +132,19 @@ class LocalCluster:
             self._work_dir.mkdir(parents=True, exist_ok=True)
             self._fake = FakeKubernetes(graceful_pod_deletion=self._graceful)
             self._fake.create(NAMESPACES, None, {"metadata": {"name": "default"}})
+            serving = None
+            if self._tls:  # a CA of this cluster's own, so that kubectl (never a token over http) works
+                from k8s_backend.local.control_plane.certs import make_pki
+
+                pki = make_pki(self._work_dir / "pki")
+                self._ca_cert, serving = pki.ca_cert, (pki.serving_cert, pki.serving_key)
             self._server = ApiServer(
-                self._fake, host=self._host, port=self._port, token=self._token, logs=self._log_path
+                self._fake,
+                host=self._host,
+                port=self._port,
+                token=self._token,
+                logs=self._log_path,
+                tls=serving,
             )
             self._server.start()
             self._kubelet = ProcessKubelet(
@@ -226,6 +241,11 @@ class LocalCluster:
         return self._token
 
     @property
+    def ca_cert(self) -> Path | None:
+        """The CA certificate of the https server (``tls=True``), else None."""
+        return self._ca_cert
+
+    @property
     def work_dir(self) -> Path:
         return self._running(self._work_dir)
 
@@ -247,7 +267,8 @@ class LocalCluster:
         from k8s_backend.kube.client import OfficialKubernetesApi
         from k8s_backend.kube.settings import ApiClientConf
 
-        conf = ApiClientConf(master=self.url, oauth_token=self._token)
+        ca = str(self._ca_cert) if self._ca_cert is not None else ""
+        conf = ApiClientConf(master=self.url, oauth_token=self._token, ca_cert_file=ca)
         # An explicit environment: the user's own kubeconfig and service account must not leak in.
         environ = {"KUBECONFIG": str(self.kubeconfig), "HOME": str(self.work_dir)}
         api = OfficialKubernetesApi.from_conf(conf, namespace_default=namespace, environ=environ)
@@ -268,6 +289,9 @@ class LocalCluster:
             "spark.kubernetes.authenticate.oauthToken": self._token,
             "spark.kubernetes.authenticate.submission.oauthToken": self._token,
         }
+        if self._ca_cert is not None:
+            for family in ("spark.kubernetes.authenticate.", "spark.kubernetes.authenticate.submission."):
+                conf[family + "caCertFile"] = str(self._ca_cert)
         return conf
 
     def _log_path(self, namespace: str, name: str, container: str) -> Path | None:
@@ -279,7 +303,7 @@ class LocalCluster:
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": CONTEXT_NAME, "cluster": {"server": self.url}}],
+            "clusters": [{"name": CONTEXT_NAME, "cluster": self._kubeconfig_cluster()}],
             "users": [{"name": CONTEXT_NAME, "user": {"token": self._token}}],
             "contexts": [
                 {
@@ -290,6 +314,13 @@ class LocalCluster:
             "current-context": CONTEXT_NAME,
             "preferences": {},
         }
+
+    def _kubeconfig_cluster(self) -> dict[str, Any]:
+        cluster: dict[str, Any] = {"server": self.url}
+        if self._ca_cert is not None:
+            data = base64.b64encode(self._ca_cert.read_bytes()).decode("ascii")
+            cluster["certificate-authority-data"] = data
+        return cluster
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
         """Block until ``predicate()`` holds (re-checked as the kubelet works); False on timeout."""

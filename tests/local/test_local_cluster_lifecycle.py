@@ -6,6 +6,7 @@ import json
 import os
 import select
 import signal
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -167,13 +168,17 @@ def test_the_local_command_prints_how_to_connect_and_stops_on_ctrl_c(tmp_path: P
     assert f"export KUBECONFIG={tmp_path / 'work' / 'kubeconfig'}" in text
     token = text.split("spark.kubernetes.authenticate.oauthToken=")[1].split()[0]
     assert len(token) >= 32  # a random token by default: the kubelet runs any pod's command here
+    assert url.startswith("https://")  # kubectl sends no token over plain http
+    ca = tmp_path / "work" / "pki" / "ca.crt"
+    assert f"spark.kubernetes.authenticate.caCertFile={ca}" in text
+    trusted = ssl.create_default_context(cafile=str(ca))
     with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(url + "/api/v1/namespaces/default/pods", timeout=10)
+        urllib.request.urlopen(url + "/api/v1/namespaces/default/pods", timeout=10, context=trusted)
     assert refused.value.code == 401
     pods = urllib.request.Request(
         url + "/api/v1/namespaces/default/pods", headers={"Authorization": f"Bearer {token}"}
     )
-    with urllib.request.urlopen(pods, timeout=10) as response:
+    with urllib.request.urlopen(pods, timeout=10, context=trusted) as response:
         assert json.loads(response.read())["kind"] == "PodList"
     command.send_signal(signal.SIGINT)
     command.communicate(timeout=30)

@@ -11,9 +11,11 @@ import hmac
 import json
 import logging
 import socket
+import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -30,6 +32,7 @@ from k8s_backend.local.apiserver.websocket import accept_key, choose_protocol, i
 log = logging.getLogger(__name__)
 
 HEALTH_PATHS = frozenset({"/healthz", "/readyz", "/livez"})
+HANDSHAKE_TIMEOUT = 10.0  # seconds a client has to complete the TLS handshake
 MAX_BODY = 64 * 1024 * 1024
 
 
@@ -57,12 +60,15 @@ class ApiServer:
         port: int = 0,
         token: str | None = None,
         logs: LogLocator | None = None,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
-        """``logs`` finds container log files (a kubelet's), which ``pods/{name}/log`` serves."""
+        """``logs`` finds container log files (a kubelet's), which ``pods/{name}/log`` serves; ``tls``
+        (certificate, key) serves https instead of http."""
         self.api = api
         self.endpoints = Endpoints(api)
         self.pod_logs = None if logs is None else PodLogs(api, logs)
         self.stopping = threading.Event()  # ends followed logs
+        self._tls = None if tls is None else _server_context(*tls)
         self._address = (host, port)
         self._token = token
         self._httpd: _HttpServer | None = None
@@ -80,6 +86,12 @@ class ApiServer:
             raise RuntimeError(f"ApiServer is already serving at {self.url}")
         self.stopping.clear()
         self._httpd = _HttpServer(self._address, self)
+        if self._tls is not None:
+            # The handshake happens in each connection's own thread (see _Handler.setup): a client that
+            # never completes it must not block the accept loop.
+            self._httpd.socket = self._tls.wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, args=(0.05,), name="apiserver", daemon=True
         )
@@ -124,7 +136,7 @@ class ApiServer:
         if self._httpd is None:
             raise RuntimeError("ApiServer is not started: call start() or use it as a context manager")
         host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{'https' if self._tls is not None else 'http'}://{host!s}:{port}"
 
     @property
     def request_log(self) -> list[RequestRecord]:
@@ -183,6 +195,10 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HttpServer
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(HANDSHAKE_TIMEOUT)
+            self.request.do_handshake()  # an OSError here ends this connection only
+            self.request.settimeout(None)
         super().setup()
         # Headers and body go out as separate writes: without TCP_NODELAY, Nagle's algorithm and the
         # client's delayed ACK add ~40 ms to every answer.
@@ -371,3 +387,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _is_upgrade(headers: Any) -> bool:
     return is_upgrade(headers.get("Upgrade"), headers.get("Connection"))
+
+
+def _server_context(cert: Path, key: Path) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(str(cert), str(key))
+    return context

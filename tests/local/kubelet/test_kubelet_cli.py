@@ -37,6 +37,8 @@ def test_instructions_cover_kubectl_spark_and_the_token() -> None:
     assert "--conf spark.kubernetes.container.image=apache/spark:4.0.0" in text
     assert "spark.kubernetes.authenticate.oauthToken=s3cret" in text
     assert "oauthToken" not in describe("http://h:1", "/k", "/w", None, "img")
+    with_ca = describe("https://127.0.0.1:6443", "/tmp/kc", "/tmp/w", "s3cret", "img", "/tmp/w/pki/ca.crt")
+    assert with_ca.count("spark.kubernetes.authenticate.caCertFile=/tmp/w/pki/ca.crt") == 2
 
 
 def test_an_empty_token_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,6 +76,27 @@ def test_the_command_uses_a_random_token_and_prints_it(tmp_path: Path) -> None:
     token = kubeconfig["users"][0]["user"]["token"]
     assert len(token) >= 32
     assert f"spark.kubernetes.authenticate.oauthToken={token}" in out.getvalue()
+    # https by default, the CA in the kubeconfig (kubectl never sends a token over plain http)
+    assert kubeconfig["clusters"][0]["cluster"]["server"].startswith("https://127.0.0.1:")
+    assert kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"]
+    assert f"spark.kubernetes.authenticate.caCertFile={tmp_path / 'pki' / 'ca.crt'}" in out.getvalue()
+
+
+def test_no_tls_serves_plain_http(tmp_path: Path) -> None:
+    out, ready, stop = io.StringIO(), threading.Event(), threading.Event()
+    args = parse(["local", "--no-processes", "--no-tls", "--work-dir", str(tmp_path)])
+    runner = threading.Thread(
+        target=run_local, args=(args,), kwargs={"out": out, "ready": ready, "stop": stop}
+    )
+    runner.start()
+    try:
+        assert ready.wait(30)
+    finally:
+        stop.set()
+        runner.join(30)
+    kubeconfig = yaml.safe_load((tmp_path / "kubeconfig").read_text())
+    assert kubeconfig["clusters"][0]["cluster"]["server"].startswith("http://127.0.0.1:")
+    assert "caCertFile" not in out.getvalue()
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
