@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -158,3 +159,19 @@ def describe_failure(
     return explain_api_error(
         error, connection.endpoint, verb=verb, resource=resource, namespace=namespace
     ).message
+
+
+LOCAL_VERSION_MARK = "+k8s-backend"  # the embedded API server's /version gitVersion ends so
+
+
+def is_local_cluster(connection: Connection, loopback_hosts: Sequence[str]) -> bool:
+    """Whether ``connection`` reaches a k8s-backend local cluster over https on this machine (asked of
+    its ``/version`` only for an https loopback URL; any failure means no)."""
+    parts = urlsplit(connection.endpoint.url)
+    version = getattr(connection.api, "server_version", None)
+    if parts.scheme != "https" or parts.hostname not in loopback_hosts or not callable(version):
+        return False
+    try:
+        return LOCAL_VERSION_MARK in str(version().get("gitVersion", ""))
+    except Exception:  # a server that cannot say is a real one here
+        return False

@@ -134,3 +134,29 @@ def secret_conf_env(secret: str) -> Obj:
 
 def volume_mount() -> Obj:
     return {"name": TOKEN_VOLUME, "mountPath": TOKEN_MOUNT_DIR, "readOnly": True}
+
+
+_CLIENT = "spark.kubernetes.authenticate."
+
+
+def loopback_credentials(properties: Mapping[str, str], submission_token: str | None) -> dict[str, str]:
+    """What a driver reusing the submission's loopback server needs to reach it: the submission's
+    token (or token file) and CA, as the driver's own (client-mode) credentials; nothing when the user
+    gave the driver credentials of its own."""
+    if _has_client_credentials(properties):
+        return {}
+    reused = {"oauthToken": submission_token} if submission_token else {}
+    out: dict[str, str] = {}
+    for suffix in ("oauthToken", "oauthTokenFile", "caCertFile"):  # the CA of a loopback https server
+        value = properties.get(_SUBMISSION + suffix) or properties.get(_CLIENT + suffix) or reused.get(suffix)
+        if value:
+            out[_CLIENT + suffix] = value
+    return out
+
+
+def _has_client_credentials(props: Mapping[str, str]) -> bool:
+    return any(
+        k.startswith("spark.kubernetes.authenticate.") and not k.startswith(_SUBMISSION)
+        for k in props
+        if k.endswith(("oauthToken", "oauthTokenFile", "clientCertFile"))
+    )

@@ -29,6 +29,7 @@ from k8s_backend.cli.cluster_api import (
     Connector,
     Permission,
     describe_failure,
+    is_local_cluster,
     official_connection,
     preflight,
     submission_api_conf,
@@ -100,12 +101,14 @@ class ClusterPlan:
         return driver_pod.build_config_map(self.names, created_pod, self.data, self.binary)
 
 
-def driver_master(sub: Submission, api_url: str, local_url: str | None = None) -> str:
+def driver_master(
+    sub: Submission, api_url: str, local_url: str | None = None, *, local_https: bool = False
+) -> str:
     """The master the driver inside the pod uses.
 
     ``spark.kubernetes.driver.master`` if set; the local cluster's URL for ``pyk8s://local``; the same
-    URL when the API server is a plain-http loopback address (a ``k8s-backend local`` cluster, whose
-    "pods" run on this machine); else the in-cluster service, as Spark does.
+    URL when the API server is a plain-http loopback address, or a ``k8s-backend local`` cluster's https
+    one (``local_https``; its "pods" run on this machine); else the in-cluster service, as Spark does.
     """
     explicit = sub.properties.get("spark.kubernetes.driver.master")
     if explicit:
@@ -113,7 +116,10 @@ def driver_master(sub: Submission, api_url: str, local_url: str | None = None) -
     if local_url:
         return pyk8s_url(local_url)
     parts = urlsplit(api_url)
-    if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
+    # A loopback server that runs "pods" on this machine: plain http (a real API server never serves it),
+    # or a k8s-backend local cluster's https (a kind cluster on 127.0.0.1 must get the in-cluster URL).
+    local_server = parts.scheme == "http" or (parts.scheme == "https" and local_https)
+    if local_server and parts.hostname in LOOPBACK_HOSTS:
         return pyk8s_url(api_url)
     return IN_CLUSTER_MASTER
 
@@ -169,13 +175,8 @@ def plan_cluster(
     properties = {
         k: v for k, v in props.items() if not k.startswith(SUBMISSION_AUTH) and k not in _PASSED_AS_ARGS
     }
-    if master == pyk8s_url(api_url) and not _has_client_credentials(props):
-        # The driver reuses the submission's loopback server: it needs the submission's token too.
-        reused = {"oauthToken": submission_token} if submission_token else {}
-        for suffix in ("oauthToken", "oauthTokenFile"):
-            value = props.get(SUBMISSION_AUTH + suffix) or reused.get(suffix)
-            if value:
-                properties["spark.kubernetes.authenticate." + suffix] = value
+    if master == pyk8s_url(api_url):
+        properties.update(driver_token.loopback_credentials(props, submission_token))
     if local_image:
         properties.setdefault("spark.kubernetes.container.image", local_image)
     prefix = names.pod.removesuffix("-driver")
@@ -238,14 +239,6 @@ _PASSED_AS_ARGS = (
     "spark.kubernetes.kubeconfig",
     "spark.kubernetes.context",
 )
-
-
-def _has_client_credentials(props: dict[str, str] | Any) -> bool:
-    return any(
-        k.startswith("spark.kubernetes.authenticate.") and not k.startswith(SUBMISSION_AUTH)
-        for k in props
-        if k.endswith(("oauthToken", "oauthTokenFile", "clientCertFile"))
-    )
 
 
 def create_objects(connection: Connection, plan: ClusterPlan, console: Console) -> Obj:
@@ -313,7 +306,8 @@ def run_cluster(
     """Submit in cluster mode; the exit code is the driver's when waiting, else 0."""
     with _connection(sub, connect, local_cluster) as (connection, cluster):
         local_url = cluster.url if cluster is not None else None
-        master = driver_master(sub, connection.endpoint.url, local_url)
+        local_https = is_local_cluster(connection, LOOPBACK_HOSTS)
+        master = driver_master(sub, connection.endpoint.url, local_url, local_https=local_https)
         local_image = _local_image() if cluster is not None else None
         plan = plan_cluster(
             sub,

@@ -171,6 +171,10 @@ class OfficialKubernetesApi:
             self._watches.add(stream)
         return stream
 
+    def server_version(self) -> Obj:
+        """The server's ``/version`` document (``gitVersion`` and friends)."""
+        return self._call("GET", "/version")  # type: ignore[no-any-return]
+
     def pod_log(
         self, namespace: str, name: str, *, container: str = "", follow: bool = True
     ) -> Iterator[str]:
