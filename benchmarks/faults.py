@@ -159,6 +159,7 @@ def faults() -> list[Fault]:
             before=lambda c: c.fake.add_latency(3.0, "create"),
             props={"spark.kubernetes.driver.requestTimeout": "1000"},
         ),
+        Fault("creates over 2/s answered 429", before=lambda c: c.fake.limit_rate(2, "create", PODS)),
         Fault("list 500 x5 at start", before=lambda c: c.fake.fail_next("list", PODS, status=500, count=5)),
         Fault("watch drops x3", after=drop_watches_three_times),
         Fault("410 with compaction", after=compact_and_drop),

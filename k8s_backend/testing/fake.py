@@ -27,6 +27,7 @@ from k8s_backend.kube.port import MERGE_PATCH, PODS, ApiError, Obj, ObjectList, 
 from k8s_backend.scheduling import Clock, ManualClock, SystemClock
 from k8s_backend.testing.fake_deletion import Deletions
 from k8s_backend.testing.fake_errors import bad_request
+from k8s_backend.testing.fake_fault_controls import FaultControls
 from k8s_backend.testing.fake_faults import Call, FaultInjector, check_verb
 from k8s_backend.testing.fake_server import FakeServer
 from k8s_backend.testing.fake_store import json_copy
@@ -42,7 +43,7 @@ def _name_of(body: Any) -> str | None:
     return None
 
 
-class FakeKubernetes:
+class FakeKubernetes(FaultControls):
     """An in-memory :class:`k8s_backend.kube.port.KubernetesApi` behaving like a real API server.
 
     :param clock: time for creationTimestamp, deletionTimestamp and grace periods (default: system).
@@ -341,55 +342,6 @@ class FakeKubernetes:
         """Send a BOOKMARK with the current resourceVersion to every watch that allows bookmarks."""
         with self._lock:
             self._server.log.send_bookmarks()
-
-    def fail_next(
-        self,
-        verb: str,
-        resource: Resource | None = None,
-        *,
-        status: int = 500,
-        count: int = 1,
-        retry_after: float | None = None,
-        message: str = "injected fault",
-    ) -> None:
-        """Answer the next ``count`` matching calls with ``status`` (verb '*' matches any verb)."""
-        with self._lock:
-            self._faults.fail_next(
-                verb, resource, status=status, count=count, retry_after=retry_after, message=message
-            )
-
-    def fail_for(
-        self,
-        seconds: float,
-        verb: str,
-        resource: Resource | None = None,
-        *,
-        status: int = 503,
-        retry_after: float | None = None,
-        message: str = "injected outage",
-    ) -> None:
-        """Answer every matching call with ``status`` for the next ``seconds`` of the fake's clock."""
-        if seconds <= 0:
-            raise ValueError(f"an outage lasts a positive number of seconds (got {seconds})")
-        with self._lock:
-            self._faults.fail_until(
-                self._clock.now() + seconds,
-                verb,
-                resource,
-                status=status,
-                retry_after=retry_after,
-                message=message,
-            )
-
-    def add_latency(self, seconds: float, verb: str = "*") -> None:
-        """Make every matching call sleep ``seconds`` of real time first (0 removes it)."""
-        with self._lock:
-            self._faults.add_latency(seconds, verb)
-
-    def clear_faults(self) -> None:
-        """Disarm every pending fault and latency."""
-        with self._lock:
-            self._faults.clear()
 
     def __repr__(self) -> str:
         with self._lock:

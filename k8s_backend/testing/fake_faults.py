@@ -5,6 +5,8 @@ Neither class locks: FakeKubernetes uses them under its own lock.
 
 from __future__ import annotations
 
+import collections
+import math
 from typing import Any
 
 import attrs
@@ -55,12 +57,54 @@ class _Fault:
         )
 
 
+@attrs.define
+class _RateLimit:
+    """At most ``per_second`` accepted calls in any window of one second (a sliding window)."""
+
+    verb: str
+    resource: tuple[str, str] | None
+    per_second: float
+    retry_after: float | None
+    accepted: collections.deque[float] = attrs.field(factory=collections.deque)
+    refused: int = 0
+
+    def applies_to(self, verb: str, resource: Resource) -> bool:
+        return (self.verb in ("*", verb)) and (
+            self.resource is None or self.resource == (resource.group, resource.plural)
+        )
+
+    def admit(self, now: float) -> float | None:
+        """None if the call is accepted now, else the seconds until one would be."""
+        while self.accepted and self.accepted[0] <= now - 1.0:
+            self.accepted.popleft()
+        if len(self.accepted) < self.per_second:
+            self.accepted.append(now)
+            return None
+        self.refused += 1
+        return max(self.accepted[0] + 1.0 - now, 0.001)
+
+
 class FaultInjector:
-    """Errors and latency to inject into the next matching calls."""
+    """Errors, latency and rate limits to inject into the matching calls."""
 
     def __init__(self) -> None:
         self._faults: list[_Fault] = []
         self._latency: dict[str, float] = {}
+        self._limits: list[_RateLimit] = []
+
+    def limit_rate(
+        self, per_second: float, verb: str, resource: Resource | None, *, retry_after: float | None
+    ) -> None:
+        if per_second < 0:
+            raise ValueError(f"a rate limit is 0 (off) or a positive number of calls a second: {per_second}")
+        key = None if resource is None else (resource.group, resource.plural)
+        self._limits = [x for x in self._limits if (x.verb, x.resource) != (check_verb(verb), key)]
+        if per_second > 0:
+            self._limits.append(_RateLimit(check_verb(verb), key, per_second, retry_after))
+
+    def refused_by_rate_limit(self) -> int:
+        """How many calls the rate limits answered 429 so far."""
+        return sum(x.refused for x in self._limits)
 
     def fail_next(
         self,
@@ -116,7 +160,8 @@ class FaultInjector:
         return self._latency.get(verb, self._latency.get("*", 0.0))
 
     def take_fault(self, verb: str, resource: Resource, now: float) -> ApiError | None:
-        """The error for this call if a fault is armed for it (consuming one of its count)."""
+        """The error for this call if a fault is armed for it (consuming one of its count), else the
+        429 of a rate limit it exceeds."""
         self._faults = [f for f in self._faults if f.until is None or now < f.until]
         for fault in self._faults:
             if fault.applies_to(verb, resource):
@@ -130,8 +175,16 @@ class FaultInjector:
                     fault.message,
                     retry_after=fault.retry_after,
                 )
+        for limit in self._limits:
+            if limit.applies_to(verb, resource):
+                wait = limit.admit(now)
+                if wait is not None:
+                    retry_after = limit.retry_after if limit.retry_after is not None else math.ceil(wait)
+                    message = f"too many requests: at most {limit.per_second:g} {verb} calls per second"
+                    return api_error(429, reason_for(429), message, retry_after=retry_after)
         return None
 
     def clear(self) -> None:
         self._faults.clear()
         self._latency.clear()
+        self._limits.clear()
