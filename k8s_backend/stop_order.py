@@ -69,12 +69,14 @@ def build_stop_sequence(
     has_pod_group: bool,
     has_auth_secret: bool = False,
     delete_heartbeat: Callable[[], None] | None = None,
+    stop_metrics: Callable[[], None] | None = None,
 ) -> StopSequence:
     """``delete_heartbeat``: stops and deletes a client-mode driver's heartbeat Lease, after the executors
     (deleted earlier, it would make them look orphaned to ``k8s-backend gc`` while they still run).
     ``operations``: given when executors may exit by themselves first (a driver told them to stop);
     ``scheduler``: given when the backend owns it (its threads are stopped); ``owns_api``: the client is
-    closed once the last background retry ends."""
+    closed once the last background retry ends. ``stop_metrics``: stops the metrics server, first (its
+    port is closed when stop() returns, even if a delete then hangs)."""
     steps = _stop_steps(
         conf,
         app_id,
@@ -87,6 +89,8 @@ def build_stop_sequence(
         has_pod_group=has_pod_group,
         has_auth_secret=has_auth_secret,
     )
+    if stop_metrics is not None:
+        steps.insert(0, ("stop the metrics server", stop_metrics))
     if delete_heartbeat is not None:
         steps.append(("delete the heartbeat lease", delete_heartbeat))
     stop_sequence: StopSequence

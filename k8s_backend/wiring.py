@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -26,6 +26,7 @@ from k8s_backend.backend import (
     WatchSource,
 )
 from k8s_backend.backend import KubernetesClusterSchedulerBackend as _BackendHooks
+from k8s_backend.backend_state import BackendState
 from k8s_backend.conf.model import KubernetesConf, ScalingConf
 from k8s_backend.driver import DriverEndpoint, ExecutorLoss, registered_executor_count
 from k8s_backend.executor_ops import ExecutorOperations
@@ -34,18 +35,20 @@ from k8s_backend.executors.tracker import ExecutorTracker
 from k8s_backend.failures import FailureSink
 from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
-from k8s_backend.heartbeat import DriverHeartbeat, HeartbeatAnnotationStep, default_holder
-from k8s_backend.kube.leases import heartbeat_lease_for
+from k8s_backend.heartbeat import DriverHeartbeat, HeartbeatAnnotationStep
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.lifecycle.decisions import LifecycleDecider
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
 from k8s_backend.pods.builder import ExecutorPodBuilder
-from k8s_backend.recovery import recover
 from k8s_backend.scheduling import Clock, Scheduler, SystemClock, ThreadScheduler
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
+from k8s_backend.start_plan import driver_heartbeat, gang_start, heartbeat_lease, start_plan
 from k8s_backend.stop_order import Sources, build_stop_sequence
+
+if TYPE_CHECKING:  # prometheus_client is loaded only when metrics are on
+    from k8s_backend.metrics import BackendMonitoring
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,7 @@ class Runtime:
     driver: DriverEndpoint | None
     owns_api: bool  # built here, so closed at stop
     owns_scheduler: bool  # built here, so shut down at stop
+    monitoring: BackendMonitoring | None = None  # spark.kubernetes.metrics.port is set
 
 
 @attrs.frozen
@@ -82,6 +86,7 @@ class Assembly:
     clock: Clock
     gang: GangStart | None
     failure_listeners: tuple[ApplicationFailedListener, ...]
+    monitoring: BackendMonitoring | None = None
 
 
 def assemble(
@@ -102,19 +107,22 @@ def assemble(
     kconf = to_kubernetes_conf(conf)
     check_identity(app_id, driver_url)
     gang = plan_gang(kconf)
-    lease = _heartbeat_lease(kconf, app_id)
+    lease = heartbeat_lease(kconf, app_id)
     heartbeat_steps = () if lease is None else (HeartbeatAnnotationStep(lease),)
     # Loads and checks templates and user steps; the heartbeat's annotation comes last, over them.
     builder = ExecutorPodBuilder(kconf, steps=(*gang.steps, *heartbeat_steps))
     clock = clock or SystemClock()
     owns_api = api is None
     api = api or _real_api(kconf)
+    monitoring = _monitoring(kconf, app_id)
+    if monitoring is not None:  # every part, and every adapter, goes through the counted API
+        api = monitoring.instrument(api)
     application = plan_application(kconf, app_id, driver_url, api, gang, builder)
     owns_scheduler = scheduler is None  # threads start only once every check passed
     scheduler = scheduler or ThreadScheduler("k8s-backend", threads=SCHEDULER_THREADS, clock=clock)
-    runtime = Runtime(api, clock, scheduler, driver, owns_api, owns_scheduler)
+    runtime = Runtime(api, clock, scheduler, driver, owns_api, owns_scheduler, monitoring)
     failures = FailureSink()
-    heartbeat = _heartbeat(application, runtime)
+    heartbeat = driver_heartbeat(application, api, scheduler, clock)
     parts = _parts(application, runtime, failures, heartbeat)
     listeners = [on_application_failed] if on_application_failed is not None else []
     if driver is not None:
@@ -123,11 +131,12 @@ def assemble(
         app_id=app_id,
         scaling=kconf.scaling,
         parts=parts,
-        plan=_start_plan(application, runtime, parts, heartbeat),
+        plan=start_plan(application, api, parts, heartbeat),
         failures=failures,
         clock=clock,
-        gang=_gang_start(application, runtime, parts, failures),
+        gang=gang_start(application, scheduler, clock, parts, failures),
         failure_listeners=tuple(listeners),
+        monitoring=monitoring,
     )
 
 
@@ -135,8 +144,28 @@ class KubernetesClusterSchedulerBackend(_BackendHooks):
     """Manages an application's executor pods; the Python counterpart of Spark's backend of that name.
 
     The hooks are :class:`k8s_backend.backend.KubernetesClusterSchedulerBackend`'s; this class adds the
-    factory that builds the parts.
+    factory that builds the parts, and the metrics server's start (see ``spark.kubernetes.metrics.port``).
     """
+
+    def __init__(self, *, monitoring: BackendMonitoring | None = None, **hooks: Any) -> None:
+        super().__init__(**hooks)
+        self.monitoring = monitoring
+
+    def start(self) -> None:
+        """Start the metrics server (a port in use is a ConfigError naming the key), then the backend."""
+        if self.monitoring is not None and self.state is BackendState.NEW:
+            self.monitoring.server.start()
+        super().start()
+
+    def kill_executors(self, executor_ids: Sequence[str]) -> bool:
+        if self.monitoring is not None:  # their ends are no failures
+            self.monitoring.failures.expect_removal(executor_ids)
+        return super().kill_executors(executor_ids)
+
+    def decommission_executors(self, executor_ids: Sequence[str]) -> bool:
+        if self.monitoring is not None:
+            self.monitoring.failures.expect_removal(executor_ids)
+        return super().decommission_executors(executor_ids)
 
     @classmethod
     def create(
@@ -183,6 +212,7 @@ class KubernetesClusterSchedulerBackend(_BackendHooks):
             clock=assembly.clock,
             gang=assembly.gang,
             failure_listeners=assembly.failure_listeners,
+            monitoring=assembly.monitoring,
         )
 
 
@@ -193,31 +223,15 @@ def _real_api(conf: KubernetesConf) -> KubernetesApi:
     return OfficialKubernetesApi.from_conf(conf.api, namespace_default=conf.namespace)
 
 
-# -- the parts -----------------------------------------------------------------------------------------
-
-
-def _heartbeat_lease(conf: KubernetesConf, app_id: str) -> str | None:
-    """A client-mode driver's heartbeat Lease (none for a driver pod: Kubernetes collects its objects)."""
-    driver = conf.driver
-    return heartbeat_lease_for(app_id, driver_pod_name=driver.pod_name, enabled=driver.heartbeat_enabled)
-
-
-def _heartbeat(app: Application, runtime: Runtime) -> DriverHeartbeat | None:
-    conf = app.conf
-    driver = conf.driver
-    name = _heartbeat_lease(conf, app.app_id)
-    if name is None:
+def _monitoring(conf: KubernetesConf, app_id: str) -> BackendMonitoring | None:
+    if conf.metrics_port == 0:
         return None
-    return DriverHeartbeat(
-        runtime.api,
-        runtime.scheduler,
-        runtime.clock,
-        namespace=conf.namespace,
-        app_id=app.app_id,
-        lease_name=name,
-        duration=driver.heartbeat_lease_duration,
-        holder=default_holder(),
-    )
+    from k8s_backend.metrics import BackendMonitoring
+
+    return BackendMonitoring.from_conf(conf, app_id)
+
+
+# -- the parts -----------------------------------------------------------------------------------------
 
 
 def _parts(
@@ -228,6 +242,7 @@ def _parts(
     monitor = _monitor(app.conf, runtime, store, failures)
     lifecycle = _lifecycle(app.conf, runtime, store, monitor)
     allocator = _allocator(app, runtime, store, lifecycle, monitor, failures)
+    monitoring = runtime.monitoring
     operations = ExecutorOperations(
         runtime.api,
         runtime.scheduler,
@@ -251,8 +266,9 @@ def _parts(
         has_pod_group=app.gang.volcano is not None,
         has_auth_secret=app.plan.auth_secret is not None,
         delete_heartbeat=None if heartbeat is None else heartbeat.delete,
+        stop_metrics=None if monitoring is None else monitoring.server.stop,
     )
-    return BackendParts(
+    parts = BackendParts(
         store=store,
         watch_source=watch_source,
         polling_source=polling_source,
@@ -263,6 +279,9 @@ def _parts(
         stop_sequence=stop_sequence,
         registered_executors=functools.partial(registered_executor_count, runtime.driver, store),
     )
+    if monitoring is not None:
+        monitoring.attach(parts, has_driver=runtime.driver is not None)
+    return parts
 
 
 def _sources(
@@ -304,8 +323,12 @@ def _monitor(
 def _lifecycle(
     conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore, monitor: ExecutorMonitor
 ) -> ExecutorPodsLifecycleManager:
+    metrics = runtime.monitoring
+
     def executor_removed(executor_id: int, loss: ExecutorLoss) -> None:
         monitor.removed(executor_id, loss.message.strip().splitlines()[0] if loss.message.strip() else "")
+        if metrics is not None:
+            metrics.failures.removed(executor_id, loss)
 
     return ExecutorPodsLifecycleManager(
         runtime.api,
@@ -332,70 +355,27 @@ def _allocator(
     monitor: ExecutorMonitor,
     failures: FailureSink,
 ) -> ExecutorPodsAllocator:
+    metrics = runtime.monitoring
+    on_creation_failed: Callable[[int, int, str], None] = monitor.creation_failed
+    if metrics is not None:
+
+        def counted(executor_id: int, profile_id: int, reason: str) -> None:
+            monitor.creation_failed(executor_id, profile_id, reason)
+            metrics.failures.creation_failed(executor_id, profile_id, reason)
+
+        on_creation_failed = counted
+
     return ExecutorPodsAllocator(
         AllocatorSettings.from_conf(app.conf),
         app.identity,
         runtime.api,
         app.builder,
-        store,
+        store if metrics is None else metrics.timed(store),  # each round timed
         runtime.clock,
         listeners=AllocatorListeners(
             known_executor_ids=lambda: lifecycle.registered_executors().keys(),
             on_executor_requested=monitor.requested,
-            on_creation_failed=monitor.creation_failed,
+            on_creation_failed=on_creation_failed,
         ),
-        failures=failures,
-    )
-
-
-# -- starting ------------------------------------------------------------------------------------------
-
-
-def _start_plan(
-    app: Application, runtime: Runtime, parts: BackendParts, heartbeat: DriverHeartbeat | None
-) -> StartPlan:
-    conf = app.conf
-
-    def run_recovery() -> int:
-        _, report = recover(
-            runtime.api,
-            parts.store,
-            namespace=conf.namespace,
-            app_id=app.app_id,
-            policy=conf.lifecycle.recovery_policy,
-            driver_url=app.driver_url,
-            image=conf.executor.image,
-            rules=app.rules,
-            delete_finished=conf.lifecycle.delete_on_termination,
-        )
-        parts.operations.delete_pods_eventually(report.failed_deletes)
-        return report.next_executor_id
-
-    wait_for_driver: Callable[[], object] | None = None
-    driver_pod_name = conf.driver.pod_name
-    if driver_pod_name:
-        timeout = conf.allocation.driver_readiness_timeout
-        wait_for_driver = functools.partial(parts.operations.wait_for_driver_ready, driver_pod_name, timeout)
-    return attrs.evolve(
-        app.plan,
-        heartbeat=None if heartbeat is None else heartbeat.start,
-        recover=run_recovery,
-        wait_for_driver=wait_for_driver,
-    )
-
-
-def _gang_start(
-    app: Application, runtime: Runtime, parts: BackendParts, failures: FailureSink
-) -> GangStart | None:
-    gate = app.gang.gate
-    if gate is None:
-        return None
-    monitor = parts.monitor
-    return GangStart(
-        gate,
-        runtime.scheduler,
-        runtime.clock,
-        running=parts.registered_executors,
-        stuck_reasons=lambda: monitor.stuck_reasons(min_wait=0),
         failures=failures,
     )

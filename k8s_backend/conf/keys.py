@@ -17,6 +17,7 @@ import attrs
 from k8s_backend.conf.keys_backend import (
     ALLOCATION_KEYS,
     LIFECYCLE_KEYS,
+    METRICS_KEYS,
     SCALING_KEYS,
     SNAPSHOT_KEYS,
 )
@@ -72,6 +73,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("Driver", DRIVER_KEYS),
     Section("Kubernetes API client", API_KEYS + AUTH_KEYS),
     Section("Stuck executors, stop and recovery after a restart", EXECUTOR_TRACKING_KEYS),
+    Section("Prometheus metrics", METRICS_KEYS),
     Section("Gang scheduling (YuniKorn, Volcano, built-in)", GANG_KEYS + PROJECT_KEYS),
     Section("Passed through: driver pod and submission", DRIVER_POD_KEYS + SUBMISSION_KEYS),
     Section("Passed through: Spark features k8s_backend does not provide", UNSUPPORTED_KEYS),

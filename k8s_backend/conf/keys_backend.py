@@ -10,6 +10,7 @@ from k8s_backend.conf.spec import (
     at_least,
     between,
     greater_than,
+    not_empty,
     one_of,
 )
 
@@ -274,5 +275,27 @@ SCALING_KEYS: tuple[Key, ...] = (
         check=between(0, 1),
         spark_default="<undefined>",
         spark_default_reason="Spark's Kubernetes backend uses 0.8 when unset",
+    ),
+)
+
+METRICS_KEYS: tuple[Key, ...] = (
+    Key(
+        "spark.kubernetes.metrics.port",
+        Kind.INT,
+        "0",
+        "Serve Prometheus metrics of the backend at `http://<host>:<port>/metrics` (one registry per "
+        "backend, see the README's Metrics section); `0`: off.",
+        field="metrics_port",
+        check=between(0, 65535, "must be a TCP port from 1 to 65535, or 0 (off)"),
+        has_spark_entry=False,
+    ),
+    Key(
+        "spark.kubernetes.metrics.host",
+        Kind.STRING,
+        "127.0.0.1",
+        "Address the metrics server binds to (`0.0.0.0` or `::` for every interface).",
+        field="metrics_host",
+        check=not_empty(),
+        has_spark_entry=False,
     ),
 )

@@ -248,6 +248,8 @@ class KubernetesConf:
     driver: DriverConf = DriverConf()
     executor: ExecutorPodConf = ExecutorPodConf()
     gang: GangConf = GangConf()
+    metrics_port: int = 0  # spark.kubernetes.metrics.port: Prometheus metrics on this port; 0: off
+    metrics_host: str = "127.0.0.1"  # spark.kubernetes.metrics.host
     spark_properties: FrozenDict = attrs.field(
         factory=FrozenDict, converter=freeze, repr=lambda props: repr(redacted(props))
     )

@@ -119,6 +119,8 @@ READS: dict[str, tuple[str, Any]] = {
     "spark.kubernetes.recovery.policy": ("delete", "delete"),
     "spark.kubernetes.executor.stopExitWait": ("5s", 5.0),
     "spark.kubernetes.stopTimeout": ("2min", 120.0),
+    "spark.kubernetes.metrics.port": ("9090", 9090),
+    "spark.kubernetes.metrics.host": ("0.0.0.0", "0.0.0.0"),
 }
 
 GENERIC = [r for r in keys.KEYS if r.field and not r.custom and not r.is_prefix and r.use is Use.READ]
@@ -234,6 +236,8 @@ BAD: dict[str, tuple[str, str]] = {
     "spark.kubernetes.recovery.policy": ("keep", "invalid: must be one of adopt, delete"),
     "spark.kubernetes.executor.stopExitWait": ("-1s", "invalid: must be 0 (delete at once)"),
     "spark.kubernetes.stopTimeout": ("0", "invalid: must be a positive duration"),
+    "spark.kubernetes.metrics.port": ("65536", "invalid: must be a TCP port from 1 to 65535, or 0 (off)"),
+    "spark.kubernetes.metrics.host": ("", "invalid: must not be empty"),
 }
 
 
