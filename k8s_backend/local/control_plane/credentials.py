@@ -1,6 +1,6 @@
 """Who may talk to the control plane: a static token file for the API server (an admin in
-``system:masters``, and the controller manager's and scheduler's own users, which the default RBAC
-policy already binds) and a kubeconfig per user.
+``system:masters``, the controller manager's and scheduler's own users, which the default RBAC policy
+already binds, and the process kubelet as a node in ``system:nodes``) and a kubeconfig per user.
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ import yaml
 ADMIN = "k8s-backend-admin"
 CONTROLLER_MANAGER = "system:kube-controller-manager"
 SCHEDULER = "system:kube-scheduler"
+# One process kubelet serves several simulated nodes with one identity. As a node user the Node authorizer
+# lets it act for the node of its own name only, so :func:`kubelet_role_binding` grants it the
+# ``system:node`` ClusterRole (every node's permissions, as clusters before Kubernetes 1.8 did).
+KUBELET = "system:node:k8s-backend-kubelet"
+NODES_GROUP = "system:nodes"
 
 
 @attrs.frozen
@@ -45,6 +50,7 @@ class Credentials:
     admin: TokenUser
     controller_manager: TokenUser
     scheduler: TokenUser
+    kubelet: TokenUser
 
     @classmethod
     def generate(cls) -> Credentials:
@@ -53,16 +59,28 @@ class Credentials:
             admin=TokenUser.new(ADMIN, "system:masters"),
             controller_manager=TokenUser.new(CONTROLLER_MANAGER),
             scheduler=TokenUser.new(SCHEDULER),
+            kubelet=TokenUser.new(KUBELET, NODES_GROUP),
         )
 
     @property
     def users(self) -> Sequence[TokenUser]:
-        return (self.admin, self.controller_manager, self.scheduler)
+        return (self.admin, self.controller_manager, self.scheduler, self.kubelet)
 
     def write_token_file(self, path: Path) -> Path:
         lines = [user.csv_line(f"uid-{index}") for index, user in enumerate(self.users)]
         write_private(path, "\n".join(lines) + "\n")
         return path
+
+
+def kubelet_role_binding(user: TokenUser) -> dict[str, Any]:
+    """The ClusterRoleBinding of the ``system:node`` ClusterRole to the kubelet's user."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "k8s-backend:process-kubelet"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name}],
+    }
 
 
 def kubeconfig_dict(server: str, ca_pem: bytes, user: TokenUser, context: str) -> dict[str, Any]:

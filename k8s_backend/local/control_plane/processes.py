@@ -9,10 +9,14 @@ short-lived thread (a pool worker) keeps running, and a SIGKILLed owner still ta
 from __future__ import annotations
 
 import contextlib
+import http.client
 import logging
 import os
+import shutil
 import signal
+import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -118,3 +122,44 @@ def wait_gone(processes: Sequence[ManagedProcess], timeout: float = 10.0) -> boo
             return False
         time.sleep(0.05)
     return True
+
+
+WORK_DIR_PREFIX = "k8s-backend-control-plane-"
+OWNER_FILE = "owner.pid"
+
+
+def remove_stale_work_dirs() -> None:
+    """Remove the work dirs of control planes whose owner died without cleaning up (SIGKILL, SIGTERM):
+    their processes died with it (parent-death signal), but etcd's data would stay on disk."""
+    for path in Path(tempfile.gettempdir()).glob(f"{WORK_DIR_PREFIX}*"):
+        try:
+            owner = int((path / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            log.info("removing %s, left by process %s", path, owner)
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, someone else's
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the process that binds it comes a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def etcd_healthy(client_url: str) -> bool:
+    host, port = client_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        connection.request("GET", "/health")
+        body = connection.getresponse().read()
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+    return b'"health":"true"' in body

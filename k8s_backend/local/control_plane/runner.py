@@ -6,10 +6,10 @@
 
 Every process listens on 127.0.0.1 only, on free ports. The API server serves TLS with a certificate
 signed by a CA made for this cluster, authenticates static tokens (an admin in ``system:masters``; the
-controller manager and scheduler as their own users), authorizes with RBAC and Node, and signs
-service-account tokens. ``__enter__`` returns once ``/readyz`` is ok and the ``default`` ServiceAccount
-of namespace ``default`` exists (pods are refused with 403 before). Everything is stopped on exit, and
-by the kernel if the owner dies (see :mod:`k8s_backend.local.control_plane.processes`).
+controller manager, scheduler and process kubelet as their own users), authorizes with RBAC and Node,
+and signs service-account tokens. ``__enter__`` returns once ``/readyz`` is ok and the ``default``
+ServiceAccount of namespace ``default`` exists (pods are refused with 403 before). Everything is
+stopped on exit, and by the kernel if the owner dies (see :mod:`k8s_backend.local.control_plane.processes`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import shutil
-import socket
 import ssl
 import tempfile
 import time
@@ -30,8 +29,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from k8s_backend.local.control_plane.build import ControlPlaneBinaries, ControlPlaneBuilder
 from k8s_backend.local.control_plane.certs import ClusterPki, make_pki
-from k8s_backend.local.control_plane.credentials import Credentials, TokenUser, write_kubeconfig
-from k8s_backend.local.control_plane.processes import ManagedProcess, Spawner, wait_gone
+from k8s_backend.local.control_plane.credentials import (
+    Credentials,
+    TokenUser,
+    kubelet_role_binding,
+    write_kubeconfig,
+)
+from k8s_backend.local.control_plane.processes import (
+    OWNER_FILE,
+    WORK_DIR_PREFIX,
+    ManagedProcess,
+    Spawner,
+    etcd_healthy,
+    free_port,
+    remove_stale_work_dirs,
+    wait_gone,
+)
 
 if TYPE_CHECKING:
     from k8s_backend.kube.client import OfficialKubernetesApi
@@ -43,41 +56,14 @@ CONTEXT_NAME = "k8s-backend-control-plane"
 SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_IP = "10.0.0.1"  # the first address of SERVICE_CIDR: the kubernetes Service
 ISSUER = "https://kubernetes.default.svc.cluster.local"
-# The node IPAM and node lifecycle controllers need nodes with pod CIDRs and heartbeats; nothing here
-# provides them yet. "*" keeps serviceaccount, serviceaccount-token, namespace and garbagecollector.
-DEFAULT_CONTROLLERS = ("*", "-nodeipam", "-nodelifecycle")
-
-
-WORK_DIR_PREFIX = "k8s-backend-control-plane-"
-OWNER_FILE = "owner.pid"
-
-
-def remove_stale_work_dirs() -> None:
-    """Remove the work dirs of control planes whose owner died without cleaning up (SIGKILL, SIGTERM):
-    their processes died with it (parent-death signal), but etcd's data would stay on disk."""
-    for path in Path(tempfile.gettempdir()).glob(f"{WORK_DIR_PREFIX}*"):
-        try:
-            owner = int((path / OWNER_FILE).read_text())
-        except (OSError, ValueError):
-            continue
-        try:
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            log.info("removing %s, left by process %s", path, owner)
-            shutil.rmtree(path, ignore_errors=True)
-        except PermissionError:
-            pass  # alive, someone else's
+# Node IPAM needs a cluster CIDR that nothing here uses. The node lifecycle controller stays on: it lifts
+# the not-ready taint of nodes that the process kubelet registers and heartbeats (and, without nodes,
+# does nothing). "*" keeps serviceaccount, serviceaccount-token, namespace and garbagecollector.
+DEFAULT_CONTROLLERS = ("*", "-nodeipam")
 
 
 class ControlPlaneError(Exception):
     """A process failed to start or the cluster did not become ready; includes the log's tail."""
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the process that binds it comes a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class ControlPlane:
@@ -150,6 +136,7 @@ class ControlPlane:
             self._wait("kube-apiserver /readyz", self._ready, self._start_timeout)
             self.timings["readyz"] = time.monotonic() - started
             self._write_kubeconfigs()
+            self._bind_kubelet_role()
             self._start_controller_manager(binaries)
             if self._with_scheduler:
                 self._start_scheduler(binaries)
@@ -216,13 +203,19 @@ class ControlPlane:
         """The running processes, in start order."""
         return tuple(self._processes)
 
-    def api(self, namespace: str = "default") -> OfficialKubernetesApi:
-        """k8s_backend's official-client adapter, configured from :attr:`kubeconfig`; closed on exit."""
+    @property
+    def kubelet_kubeconfig(self) -> str:
+        """Path of the process kubelet's kubeconfig (a node user in ``system:nodes``)."""
+        return str(self.work_dir / "kubelet.kubeconfig")
+
+    def api(self, namespace: str = "default", *, kubeconfig: str | None = None) -> OfficialKubernetesApi:
+        """k8s_backend's official-client adapter, configured from :attr:`kubeconfig` (or another of this
+        cluster's kubeconfigs, such as :attr:`kubelet_kubeconfig`); closed on exit."""
         from k8s_backend.conf.model import ApiClientConf
         from k8s_backend.kube.client import OfficialKubernetesApi
 
         # An explicit environment: the user's own kubeconfig and service account must not leak in.
-        environ = {"KUBECONFIG": self.kubeconfig, "HOME": str(self.work_dir)}
+        environ = {"KUBECONFIG": kubeconfig or self.kubeconfig, "HOME": str(self.work_dir)}
         api = OfficialKubernetesApi.from_conf(ApiClientConf(), namespace_default=namespace, environ=environ)
         self._apis.append(api)
         return api
@@ -268,7 +261,7 @@ class ControlPlane:
             # A throwaway cluster: no fsync (much faster on a busy disk), no 64 MiB WAL preallocation.
             "--unsafe-no-fsync", "--quota-backend-bytes=1073741824",
         ])  # fmt: skip
-        self._wait("etcd /health", lambda: _etcd_healthy(client), self._start_timeout)
+        self._wait("etcd /health", lambda: etcd_healthy(client), self._start_timeout)
         return client
 
     def _start_apiserver(self, binaries: ControlPlaneBinaries, etcd_url: str) -> None:
@@ -299,8 +292,15 @@ class ControlPlane:
         for user, name in (
             (self._credentials.controller_manager, "controller-manager"),
             (self._credentials.scheduler, "scheduler"),
+            (self._credentials.kubelet, "kubelet"),
         ):
             write_kubeconfig(self.work_dir / f"{name}.kubeconfig", self.url, ca, user, CONTEXT_NAME)
+
+    def _bind_kubelet_role(self) -> None:
+        path = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+        status, body = self.request("POST", path, body=kubelet_role_binding(self._credentials.kubelet))
+        if status not in (201, 409):
+            raise ControlPlaneError(f"binding the system:node role to the kubelet failed: {status} {body}")
 
     def _component_auth(self, name: str) -> list[str]:
         path = self.work_dir / f"{name}.kubeconfig"
@@ -379,22 +379,10 @@ class ControlPlane:
         return value
 
     def user(self, name: str) -> TokenUser:
-        """The token user ``admin``, ``controller-manager`` or ``scheduler``."""
+        """The token user ``admin``, ``controller-manager``, ``scheduler`` or ``kubelet``."""
         return {
             "admin": self._credentials.admin,
             "controller-manager": self._credentials.controller_manager,
             "scheduler": self._credentials.scheduler,
+            "kubelet": self._credentials.kubelet,
         }[name]
-
-
-def _etcd_healthy(client_url: str) -> bool:
-    host, port = client_url.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=5)
-    try:
-        connection.request("GET", "/health")
-        body = connection.getresponse().read()
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        connection.close()
-    return b'"health":"true"' in body

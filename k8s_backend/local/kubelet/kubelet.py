@@ -1,5 +1,14 @@
-"""The process kubelet: watches pods on a FakeKubernetes, schedules them on simulated nodes and runs each
-container as a local process, reporting real container states and exit codes.
+"""The process kubelet: a node agent whose containers are local processes, reporting real container states
+and exit codes through ``pods/status``.
+
+It serves two API servers with the same code:
+
+- the embedded one (a FakeKubernetes, ``schedule=True``): there is no kube-scheduler, so the kubelet also
+  places pending pods on its simulated nodes (capacity, node selectors, ``Unschedulable``) and binds them;
+- a real kube-apiserver (through :class:`~k8s_backend.local.kubelet.remote.RemoteKubeletApi`,
+  ``schedule=False``): it registers its Node objects and heartbeats their Leases
+  (:mod:`~k8s_backend.local.kubelet.registration`), runs the pods kube-scheduler binds to them
+  (``spec.nodeName``), and ends each graceful deletion with a delete of grace 0 once the containers stopped.
 
 Threads: one watches the API and one (the :class:`EventLoop`) owns every pod record; process waiter
 threads and timers only post work to the loop. Each watch event costs a dictionary lookup and at most
@@ -22,6 +31,7 @@ from k8s_backend.local.kubelet.loop import EventLoop
 from k8s_backend.local.kubelet.nodes import Node, NodePool
 from k8s_backend.local.kubelet.podstate import RUNNING, TERMINATED, PodRecord
 from k8s_backend.local.kubelet.processes import ProcessHandle, ProcessSupervisor
+from k8s_backend.local.kubelet.registration import NodeRegistration
 from k8s_backend.local.kubelet.runtime import ContainerRuntime
 from k8s_backend.scheduling.clock import Clock, SystemClock
 
@@ -33,7 +43,11 @@ _MAX_FINISHED = 100_000
 
 
 class KubeletApi(KubernetesApi, Protocol):
-    """What the kubelet needs beyond :class:`KubernetesApi`: the fake's status and finalize extras."""
+    """What the kubelet needs beyond :class:`KubernetesApi`: writing a pod's status and ending a graceful
+    deletion. FakeKubernetes has both; :class:`~k8s_backend.local.kubelet.remote.RemoteKubeletApi` maps
+    them onto a real server's ``pods/status`` and delete with grace 0. Optional extras, looked up by name:
+    ``bind(namespace, name, node)`` (used when scheduling) and ``request_token(...)`` (projected
+    service-account tokens)."""
 
     def patch_status(self, resource: Resource, namespace: str | None, name: str, status: Obj) -> Obj: ...
 
@@ -41,10 +55,14 @@ class KubeletApi(KubernetesApi, Protocol):
 
 
 class ProcessKubelet:
-    """Runs the pods of a :class:`~k8s_backend.testing.FakeKubernetes` as local processes.
+    """Runs the pods bound to its simulated nodes as local processes.
 
     ``run_processes=False`` marks scheduled pods Running without starting anything (scale tests) and
     honours deletion at once. ``stop_grace`` is the SIGTERM→SIGKILL grace used by :meth:`stop`.
+    ``schedule=True`` makes the kubelet place and bind unbound pods itself (an API server without a
+    scheduler); with False only pods that a scheduler bound to its nodes are run. ``register_nodes``
+    (default: ``not schedule``) creates the Node objects and renews their Leases until :meth:`stop`,
+    which removes them again.
     """
 
     def __init__(
@@ -61,8 +79,11 @@ class ProcessKubelet:
         restart_backoff: float = 1.0,
         stop_grace: float = 3.0,
         memory_check_interval: float = 0.2,
+        schedule: bool = True,
+        register_nodes: bool | None = None,
     ) -> None:
         self._api = api
+        self._scheduling = schedule
         self._clock = clock or SystemClock()
         self._pool = NodePool(nodes or [Node.of("node-1")])
         self._run_processes = run_processes
@@ -86,6 +107,11 @@ class ProcessKubelet:
             node_allocatable=lambda node: self._pool.node(node).allocatable,
         )
         self._node_names = frozenset(n.name for n in self._pool.nodes)
+        self._registration: NodeRegistration | None = None
+        if register_nodes if register_nodes is not None else not schedule:
+            self._registration = NodeRegistration(
+                api, self._pool.nodes, address=pod_ip, max_pods=110 if run_processes else 100_000
+            )
         self._pods: dict[str, PodRecord] = {}
         self._unschedulable: dict[str, PodRecord] = {}  # insertion order = scheduling queue order
         # uids of pods already finished here, so late events about them cannot bring them back
@@ -103,6 +129,8 @@ class ProcessKubelet:
         if self._started:
             raise RuntimeError("the kubelet is already started")
         self._started = True
+        if self._registration is not None:
+            self._registration.start()  # the nodes exist before any pod can be bound to them
         self._loop.start()
         self._watcher.start()
 
@@ -118,6 +146,8 @@ class ProcessKubelet:
         self._loop.stop()
         if self._started:
             self._watcher.join(10.0)
+        if self._registration is not None and self._started:
+            self._registration.stop()
 
     def __enter__(self) -> ProcessKubelet:
         self.start()
@@ -135,6 +165,11 @@ class ProcessKubelet:
     @property
     def run_processes(self) -> bool:
         return self._run_processes
+
+    @property
+    def registration(self) -> NodeRegistration | None:
+        """The Node and Lease heartbeats, when this kubelet registers its nodes."""
+        return self._registration
 
     def processes(self) -> list[ProcessHandle]:
         """Container processes still alive."""
@@ -210,6 +245,8 @@ class ProcessKubelet:
             node = (obj.get("spec") or {}).get("nodeName")
             if phase in ("Succeeded", "Failed") or (node and node not in self._node_names):
                 return  # finished before we started, or bound to a node that is not ours
+            if not node and not self._scheduling:
+                return  # the scheduler has not bound it yet; its binding arrives as MODIFIED
             if meta.get("deletionTimestamp"):
                 self._finalize(obj)
                 return
@@ -224,6 +261,12 @@ class ProcessKubelet:
     # -- scheduling ----------------------------------------------------------------------------------
 
     def _schedule(self, record: PodRecord) -> None:
+        if not self._scheduling:
+            # Bound by the scheduler, which did the capacity accounting against the registered nodes.
+            record.node = str((record.pod.get("spec") or {}).get("nodeName"))
+            record.start_time = self._clock.now()
+            self._runtime.begin(record)
+            return
         placement = self._pool.place(record.uid, record.pod)
         if placement.node is None:
             self._unschedulable[record.uid] = record

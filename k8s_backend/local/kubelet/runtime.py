@@ -103,6 +103,7 @@ class ContainerRuntime:
                     shared_dir=self._work_dir,
                     lookup=self._lookup,
                     runtime=runtime,
+                    token=self._token,
                 )
             except ContainerConfigError as error:
                 # A real kubelet reports FailedMount and keeps the pod in ContainerCreating meanwhile.
@@ -273,6 +274,23 @@ class ContainerRuntime:
     def _container_id(self, record: PodRecord, container: ContainerRecord) -> str:
         seed = f"{record.uid}/{container.name}/{container.generation}"
         return "containerd://" + hashlib.sha256(seed.encode()).hexdigest()
+
+    def _token(self, pod: Obj, source: Obj) -> str | None:
+        request: Callable[..., str] | None = getattr(self._api, "request_token", None)
+        if request is None:
+            return None
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        account = str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
+        try:
+            return request(
+                str(meta.get("namespace", "default")),
+                account,
+                pod=pod,
+                audience=source.get("audience"),
+                expiration_seconds=source.get("expirationSeconds"),
+            )
+        except ApiError as error:  # a real kubelet reports FailedMount and retries
+            raise ContainerConfigError(f"token for service account {account}: {error}") from error
 
     def _lookup(self, kind: str, namespace: str, name: str) -> Obj | None:
         resource = SECRETS if kind == "Secret" else CONFIG_MAPS

@@ -10,13 +10,15 @@ from __future__ import annotations
 import base64
 import os
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from k8s_backend.local.kubelet.env import ContainerConfigError, Lookup, PodRuntime, field_value
 
 Obj = dict[str, Any]
+TokenSource = Callable[[Obj, Obj], "str | None"]
+"""``(pod, serviceAccountToken source) -> token``, or None where the API server issues no tokens."""
 
 
 def _files_of(kind: str, obj: Obj) -> dict[str, bytes]:
@@ -72,14 +74,27 @@ def _downward(root: Path, items: list[Obj], pod: Obj, runtime: PodRuntime) -> No
             _write(root, str(item.get("path")), value.encode(), item.get("mode"))
 
 
+def _token(root: Path, source: Obj, pod: Obj, token: TokenSource | None, default_mode: int | None) -> None:
+    value = token(pod, source) if token is not None else None
+    if value is not None:  # the embedded server issues none: the file is left out, as before
+        _write(root, str(source.get("path") or "token"), value.encode(), default_mode or 0o600)
+
+
 def materialize_volumes(
-    pod: Obj, pod_dir: Path, *, shared_dir: Path, lookup: Lookup, runtime: PodRuntime
+    pod: Obj,
+    pod_dir: Path,
+    *,
+    shared_dir: Path,
+    lookup: Lookup,
+    runtime: PodRuntime,
+    token: TokenSource | None = None,
 ) -> dict[str, str]:
     """Create a local directory for each pod volume and fill it; returns volume name → local path.
 
     emptyDir, configMap, secret, downwardAPI and projected volumes live under ``pod_dir``; a
     persistentVolumeClaim lives under ``shared_dir`` so a later pod mounting the same claim sees its files;
-    a hostPath is the host path itself. Other volume types become empty directories.
+    a hostPath is the host path itself. Other volume types become empty directories. A projected
+    ``serviceAccountToken`` source is written from ``token`` (a TokenRequest bound to the pod).
     """
     namespace = str((pod.get("metadata") or {}).get("namespace", "default"))
     result: dict[str, str] = {}
@@ -112,6 +127,8 @@ def materialize_volumes(
                     _project(root, "Secret", source["secret"], namespace, lookup, mode)
                 elif "downwardAPI" in source:
                     _downward(root, source["downwardAPI"].get("items") or [], pod, runtime)
+                elif "serviceAccountToken" in source:
+                    _token(root, source["serviceAccountToken"], pod, token, mode)
         result[name] = str(root)
     return result
 
