@@ -191,6 +191,25 @@ API_KEYS: tuple[Key, ...] = (
         field="api.connection_timeout",
         check=_TIMEOUT,
     ),
+    Key(
+        "spark.kubernetes.client.qps",
+        Kind.FLOAT,
+        "200",
+        "API requests a second this process sends, at most (a token bucket shared by every backend "
+        "of the process with the same settings; 0: no limit). Far above the default allocation rate.",
+        field="api.qps",
+        check=at_least(0, "must be 0 (no limit) or a positive number of requests a second"),
+        has_spark_entry=False,
+    ),
+    Key(
+        "spark.kubernetes.client.burst",
+        Kind.INT,
+        "400",
+        "Requests sent at once before `spark.kubernetes.client.qps` applies (the bucket's size).",
+        field="api.burst",
+        check=at_least(1, "must be at least 1"),
+        has_spark_entry=False,
+    ),
 )
 
 # Credentials: Spark reads one family per mode. k8s_backend takes the first family with any key set,

@@ -31,6 +31,7 @@ from k8s_backend.kube.port import (
     ObjectList,
     Resource,
 )
+from k8s_backend.kube.rate_limit import TokenBucket, shared_bucket
 from k8s_backend.kube.retry import SSL_ERROR_REASON, RetryPolicy
 from k8s_backend.kube.settings import ApiClientConf
 from k8s_backend.kube.wire import HttpWatchStream, error_from_response, error_from_status
@@ -66,6 +67,7 @@ class OfficialKubernetesApi:
         connection_timeout: float = 10.0,
         watch_idle_timeout: float = 300.0,
         source: str = "",
+        limiter: TokenBucket | None = None,
     ) -> None:
         self._api_client = api_client
         self._configuration = api_client.configuration
@@ -80,6 +82,7 @@ class OfficialKubernetesApi:
         self._watches: weakref.WeakSet[HttpWatchStream] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._owns_client = False  # from_conf's clients are closed with the adapter
+        self._limiter = limiter
 
     @classmethod
     def from_conf(
@@ -102,6 +105,7 @@ class OfficialKubernetesApi:
             request_timeout=api_conf.request_timeout,
             connection_timeout=api_conf.connection_timeout,
             source=settings.source,
+            limiter=shared_bucket(api_conf.qps, api_conf.burst),
         )
         adapter._owns_client = True
         return adapter
@@ -299,6 +303,8 @@ class OfficialKubernetesApi:
         timeout: urllib3.Timeout,
     ) -> Any:
         """Send a request; the streaming urllib3 response if 2xx, else raise the mapped error."""
+        if self._limiter is not None:
+            self._limiter.acquire()  # every attempt, retries included: each reaches the server
         url = self._host + path + (f"?{urlencode(query)}" if query else "")
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self._auth_headers()}
         if content_type is not None:

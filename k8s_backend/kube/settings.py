@@ -17,6 +17,8 @@ class ApiClientConf:
     master: str = ""  # API server URL; "" means kubeconfig or in-cluster
     context: str = ""
     kubeconfig: str = ""  # a kubeconfig file; "" means $KUBECONFIG, else ~/.kube/config
+    qps: float = 200.0  # client-side rate limit (k8s_backend.kube.rate_limit); 0: none
+    burst: int = 400
     trust_certificates: bool = False
     request_timeout: float = 10.0
     connection_timeout: float = 10.0
