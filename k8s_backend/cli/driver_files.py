@@ -4,7 +4,9 @@ files, and the application's local files (the application, ``--py-files``, ``--f
 Local files travel in the ConfigMap, so no shared storage is needed; ``local://`` paths name files
 already in the image and are used as they are. A ConfigMap is small (``spark.kubernetes.configMap.maxSize``,
 1 MiB by default, the Kubernetes limit): application files that do not fit are refused with the fix;
-conf files that do not fit are skipped with a warning, as Spark does.
+conf files that do not fit are skipped with a warning, as Spark does. With
+``spark.kubernetes.file.upload.path`` the local files are uploaded instead (:mod:`k8s_backend.cli.uploads`)
+and their uploaded URIs are passed on as they are.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ import base64
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import attrs
 
 from k8s_backend.cli.errors import UsageError
-from k8s_backend.cli.submission import LOCAL_SCHEME, local_path
+from k8s_backend.cli.submission import LOCAL_SCHEME, UPLOAD_PATH_KEY, Submission, local_path, split_list
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.config_map import java_properties, load_conf_dir_files
 from k8s_backend.pods.constants import CONF_FILE_MODE, SPARK_CONF_FILE_NAME
@@ -65,12 +67,25 @@ class DriverFiles:
     shipped: tuple[ShippedFile, ...]
 
 
-def plan_files(app: str, py_files: Sequence[str], files: Sequence[str]) -> DriverFiles:
-    """Read the local files to ship; ``local://`` URIs stay as they are."""
+def plan_submission_files(sub: Submission) -> DriverFiles:
+    """:func:`plan_files` for the submission's application, ``--py-files`` and ``--files``."""
+    props = sub.properties
+    return plan_files(
+        sub.app,
+        split_list(props.get("spark.submit.pyFiles", "")),
+        split_list(props.get("spark.files", "")),
+        uploaded=sub.uploads.targets if sub.uploads is not None else frozenset(),
+    )
+
+
+def plan_files(
+    app: str, py_files: Sequence[str], files: Sequence[str], *, uploaded: Collection[str] = ()
+) -> DriverFiles:
+    """Read the local files to ship; ``local://`` URIs and ``uploaded`` ones stay as they are."""
     shipped: dict[str, ShippedFile] = {}
 
     def place(uri: str) -> str:
-        if uri.startswith(LOCAL_SCHEME):
+        if uri.startswith(LOCAL_SCHEME) or uri in uploaded:
             return uri
         path = local_path(uri)
         if path is None:  # build_submission refuses remote URIs before this runs
@@ -118,8 +133,9 @@ def config_map_content(
         raise UsageError(
             f"the application files are too big to travel in the driver's ConfigMap ({sizes}; "
             f"{used + app_bytes} bytes with the Spark properties, more than {MAX_SIZE_KEY}={max_size}). "
-            "Put big files in the image and pass them as local:///path/in/image, or raise "
-            f"{MAX_SIZE_KEY} if your API server accepts larger objects"
+            f"Set {UPLOAD_PATH_KEY} to a directory the pods share (e.g. file:///shared/uploads) to upload "
+            "them instead, as spark-submit does, put big files in the image and pass them as "
+            f"local:///path/in/image, or raise {MAX_SIZE_KEY} if your API server accepts larger objects"
         )
     data: dict[str, str] = {SPARK_CONF_FILE_NAME: spark_properties}
     binary: dict[str, str] = {}

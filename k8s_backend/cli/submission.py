@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import attrs
@@ -21,6 +22,9 @@ from k8s_backend.errors import ConfigError
 from k8s_backend.kube import masters
 from k8s_backend.kube.masters import MASTER_KEY, MasterKind
 
+if TYPE_CHECKING:
+    from k8s_backend.cli.uploads import UploadPlan
+
 LOCAL_SCHEME = "local://"
 # Keys only spark-submit reads (the keys table passes them through unchecked): checked here.
 SUBMISSION_KEYS = (
@@ -33,6 +37,7 @@ SUBMISSION_KEYS = (
     "spark.kubernetes.driver.limit.cores",
 )
 JVM_SUFFIXES = (".jar", ".r", ".R")
+UPLOAD_PATH_KEY = "spark.kubernetes.file.upload.path"
 DEFAULT_DRIVER_COMMAND = ("k8s-backend",)
 
 
@@ -53,6 +58,7 @@ class Submission:
     driver_command: tuple[str, ...] = DEFAULT_DRIVER_COMMAND
     files_read: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    uploads: UploadPlan | None = None  # cluster mode with spark.kubernetes.file.upload.path: to upload
 
     @property
     def namespace(self) -> str:
@@ -118,7 +124,7 @@ def build_submission(args: SubmitArgs, environ: Mapping[str, str]) -> Submission
     for flag, key in (("--py-files", "spark.submit.pyFiles"), ("--files", "spark.files")):
         for entry in split_list(properties.get(key, "")):
             check_dependency(flag, entry, deploy_mode)
-    if deploy_mode == "cluster":
+    if deploy_mode == "cluster" and not properties.get(UPLOAD_PATH_KEY, "").strip():
         check_cluster_jvm_files(properties)
     if kind is not MasterKind.LOCAL:
         require_images(conf, properties, deploy_mode)
@@ -132,7 +138,7 @@ def build_submission(args: SubmitArgs, environ: Mapping[str, str]) -> Submission
             "embedded cluster lives only as long as this command, so it waits for the application"
         )
         wait = True
-    return Submission(
+    sub = Submission(
         properties=properties,
         conf=conf,
         master=master,
@@ -147,6 +153,11 @@ def build_submission(args: SubmitArgs, environ: Mapping[str, str]) -> Submission
         files_read=merged.files_read,
         warnings=tuple(warnings),
     )
+    if deploy_mode != "cluster":
+        return sub
+    from k8s_backend.cli import uploads  # it builds on this module
+
+    return uploads.stage(sub)  # with the upload path: local files' URIs rewritten (nothing written yet)
 
 
 def driver_command(text: str | None) -> tuple[str, ...]:
@@ -206,13 +217,15 @@ def check_dependency(what: str, uri: str, deploy_mode: str) -> None:
 
 
 def check_cluster_jvm_files(properties: Mapping[str, str]) -> None:
-    """``--jars``/``--archives`` are not shipped in cluster mode: local files would be missing in the pod."""
+    """Without an upload path, local ``--jars``/``--archives`` would be missing in the pods."""
     for flag, key in (("--jars", "spark.jars"), ("--archives", "spark.archives")):
         for entry in split_list(properties.get(key, "")):
             if not entry.startswith(LOCAL_SCHEME) and local_path(entry.split("#", 1)[0]) is not None:
                 raise UsageError(
                     f"{flag} {entry}: in cluster mode, jars and archives are not shipped to the driver pod; "
-                    "put them in the image and pass local:///path/in/image, or give a remote URI"
+                    f"set {UPLOAD_PATH_KEY} to a directory the pods share (e.g. file:///shared/uploads) to "
+                    "upload them, as spark-submit does, put them in the image and pass "
+                    "local:///path/in/image, or give a remote URI"
                 )
 
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from k8s_backend.cli import driver_files, driver_pod, driver_sizing, driver_token, executor_preview
+from k8s_backend.cli import driver_files, driver_pod, driver_sizing, driver_token, executor_preview, uploads
 from k8s_backend.cli.cluster_api import (
     SUBMISSION_AUTH,
     Connection,
@@ -39,7 +39,7 @@ from k8s_backend.cli.driver_log import FileLogSource, LogFollower, LogSource, ap
 from k8s_backend.cli.errors import ApiEndpoint, CliError, UsageError, explain_api_error
 from k8s_backend.cli.hints import manage_command
 from k8s_backend.cli.status_watch import DriverStatus, wait_for_driver
-from k8s_backend.cli.submission import Submission, split_list, to_kubernetes_conf
+from k8s_backend.cli.submission import Submission, to_kubernetes_conf
 from k8s_backend.conf.model import redacted
 from k8s_backend.kube.masters import IN_CLUSTER_MASTER, MasterKind, pyk8s_url, strip_scheme
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS, SERVICES, ApiError, NotFoundError, Obj, Resource
@@ -168,9 +168,7 @@ def plan_cluster(
     """
     names = names or plan_names(sub)
     props = sub.properties
-    files = driver_files.plan_files(
-        sub.app, split_list(props.get("spark.submit.pyFiles", "")), split_list(props.get("spark.files", ""))
-    )
+    files = driver_files.plan_submission_files(sub)  # shipped in the ConfigMap, unless uploaded
     ports = driver_sizing.driver_ports(props)
     properties = {
         k: v for k, v in props.items() if not k.startswith(SUBMISSION_AUTH) and k not in _PASSED_AS_ARGS
@@ -317,7 +315,8 @@ def run_cluster(
             submission_token=getattr(cluster, "token", None) if cluster is not None else connection.token,
         )
         preflight(connection, sub.namespace, plan.needs)
-        create_objects(connection, plan, console)
+        with uploads.uploaded(sub, console):  # spark.kubernetes.file.upload.path; deleted if creation fails
+            create_objects(connection, plan, console)
         names = plan.names
         console.info(
             f"Submitted application {sub.app_name} (application id {names.app_id}); "
@@ -329,8 +328,9 @@ def run_cluster(
                 f"`{manage_command(sub, 'status', names.submission_id)}`, stop it with "
                 f"`{manage_command(sub, 'kill', names.submission_id)}`"
             )
-            return 0
-        return _wait(sub, connection, plan, console, cluster)
+            return uploads.finished(sub, console, 0, ended=False)
+        code = _wait(sub, connection, plan, console, cluster)
+        return uploads.finished(sub, console, code, ended=code != 130 or cluster is not None)
 
 
 def _wait(sub: Submission, connection: Connection, plan: ClusterPlan, console: Console, cluster: Any) -> int:

@@ -132,7 +132,7 @@ def translate(
     env = {**host.base_env, **pod_env, "SPARK_HOME": host.spark_home}
     for var in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
         # The image's Python path rarely exists here; a pod asking for a local interpreter keeps it.
-        if not (env.get(var) and shutil.which(env[var])):
+        if not keeps_python(env.get(var, "")):
             env[var] = host.python
     limit = memory_limit(container)
     command = list(container.get("command") or [])
@@ -156,6 +156,15 @@ def translate(
     if not executable or not os.access(executable, os.X_OK):
         return LocalCommand("idle", (), env, cwd, limit)
     return LocalCommand("command", (executable, *argv[1:]), env, cwd, limit)
+
+
+def keeps_python(value: str) -> bool:
+    """Whether a pod's ``PYSPARK_PYTHON`` works here: an interpreter on this machine, or a relative path
+    such as ``./environment/bin/python``, into an ``--archives`` environment that Spark unpacks in the
+    working directory (it does not exist yet when the container starts)."""
+    if not value:
+        return False
+    return bool(shutil.which(value)) or ("/" in value and not os.path.isabs(value))
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

@@ -1,0 +1,248 @@
+"""``spark.kubernetes.file.upload.path``: cluster mode's local dependencies uploaded where the pods read them.
+
+As spark-submit does (``KubernetesUtils.uploadAndTransformFileUris``), with the key set, cluster mode
+uploads the local application, ``--py-files``, ``--files``, ``--jars`` and ``--archives`` to
+``<upload path>/spark-upload-<uuid>/<file name>`` and gives the driver the uploaded URIs instead (an
+archive keeps its ``#alias``). ``local://`` paths and remote URIs are passed as they are.
+
+The planning (:func:`stage`, run by ``build_submission``) writes nothing: it checks the upload path and
+the files and names the targets, so bad input is a usage error before anything exists anywhere. The
+copies (:func:`uploaded`) run after the permission checks, just before the driver's objects are created;
+if a copy or the creation fails, the upload directory is deleted again.
+
+Unlike Spark (one directory per file, never deleted), a submission uploads into one directory, so two
+files of the same name are refused, and :func:`finished` deletes it once the driver has ended while
+the command waited; otherwise the command names the directory that stays.
+
+Only ``file://`` URIs and absolute paths (a directory the driver and executor pods share, e.g. a
+mounted volume) are uploaded here; Spark reaches ``s3a://``, ``hdfs://``... through Hadoop's FileSystem
+in the JVM. :class:`Uploader` is the seam for such an uploader: register it in :data:`UPLOADERS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import attrs
+
+from k8s_backend.cli.console import Console
+from k8s_backend.cli.errors import UsageError
+from k8s_backend.cli.submission import LOCAL_SCHEME, UPLOAD_PATH_KEY, Submission, local_path, split_list
+
+UPLOAD_DIR_PREFIX = "spark-upload-"
+# The lists uploaded, with the flag that names each in messages; archives may carry a #alias.
+UPLOADED_LISTS = (
+    ("--jars", "spark.jars"),
+    ("--files", "spark.files"),
+    ("--archives", "spark.archives"),
+    ("--py-files", "spark.submit.pyFiles"),
+)
+
+
+class Uploader(Protocol):
+    """Copies local files to one kind of storage the driver and executors read (one URI scheme)."""
+
+    def check(self, base: str) -> None:
+        """Raise :class:`UsageError` if files cannot be uploaded under ``base``; writes nothing."""
+
+    def upload(self, source: str, target: str) -> None:
+        """Copy the local file ``source`` to the URI ``target``, creating its directory (``OSError``)."""
+
+    def delete(self, directory: str) -> None:
+        """Delete the directory URI ``directory`` and its content (``OSError``)."""
+
+
+def file_path(uri: str) -> str:
+    """The local path of a ``file:`` URI or a plain path."""
+    parts = urlsplit(uri)
+    return parts.path if parts.scheme == "file" else uri
+
+
+class FileUploader:
+    """``file://`` URIs and absolute paths: a directory on this machine that the pods share."""
+
+    def check(self, base: str) -> None:
+        parts = urlsplit(base)
+        path = file_path(base)
+        if parts.scheme == "file" and parts.netloc not in ("", "localhost"):
+            raise UsageError(
+                f"{UPLOAD_PATH_KEY}={base}: a file:// URI names a directory on this machine; "
+                f"write file:///path (no host {parts.netloc!r})"
+            )
+        if not os.path.isabs(path):
+            raise UsageError(
+                f"{UPLOAD_PATH_KEY}={base}: give an absolute path or file:///path of a directory the driver "
+                "and executor pods share"
+            )
+        if not os.path.isdir(path):
+            raise UsageError(
+                f"{UPLOAD_PATH_KEY}={base}: {path} is not a directory on this machine; create it (on storage "
+                "the driver and executor pods share, at the same path) or fix the key"
+            )
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError(f"{UPLOAD_PATH_KEY}={base}: {path} is not writable by this user")
+
+    def upload(self, source: str, target: str) -> None:
+        path = file_path(target)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copyfile(source, path)
+
+    def delete(self, directory: str) -> None:
+        shutil.rmtree(file_path(directory))
+
+
+# URI scheme ("" for a plain path) -> uploader. A Hadoop FileSystem uploader would add s3a, hdfs, gs...
+UPLOADERS: dict[str, Callable[[], Uploader]] = {"": FileUploader, "file": FileUploader}
+
+
+def uploader_for(base: str) -> Uploader:
+    """The uploader for the upload path's scheme; a one-line :class:`UsageError` for other schemes."""
+    scheme = urlsplit(base).scheme
+    factory = UPLOADERS.get(scheme)
+    if factory is None:
+        supported = " and ".join(f"{s}://" for s in sorted(UPLOADERS) if s) + " URIs or absolute paths"
+        raise UsageError(
+            f"{UPLOAD_PATH_KEY}={base}: k8s-backend submit uploads only to {supported} (a directory the "
+            f"driver and executor pods share); {scheme}:// needs Hadoop's FileSystem, which it does not run: "
+            f"copy the files to {scheme}:// yourself and pass their {scheme}:// URIs, or use a shared "
+            "file:// directory"
+        )
+    return factory()
+
+
+@attrs.frozen
+class Upload:
+    """One local file and the URI it is uploaded to (without an archive's ``#alias``)."""
+
+    source: str
+    target: str
+
+
+@attrs.frozen
+class UploadPlan:
+    """What a submission uploads, into ``directory`` (``<upload path>/spark-upload-<uuid>``)."""
+
+    directory: str
+    uploads: tuple[Upload, ...]
+    uploader: Uploader = attrs.field(eq=False, repr=False)
+    targets: frozenset[str] = frozenset()  # the URIs the rewritten properties name (#alias included)
+
+
+class _Planner:
+    """Assigns each local file its target, once per file; refuses two files with one name."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.by_name: dict[str, tuple[str, str, str]] = {}  # name -> (what, source, target)
+        self.named: list[str] = []
+
+    def rewrite(self, what: str, uri: str, *, alias: bool = False) -> str:
+        if uri.startswith(LOCAL_SCHEME):
+            return uri
+        location, fragment = uri.split("#", 1) if alias and "#" in uri else (uri, "")
+        path = local_path(location)
+        if path is None:
+            return uri  # remote: the driver and executors fetch it themselves
+        if not os.path.isfile(path):
+            problem = "not a regular file" if os.path.exists(path) else "no such file"
+            raise UsageError(f"{what} {uri}: {problem}")
+        name = os.path.basename(path)
+        source = os.path.abspath(path)
+        seen = self.by_name.get(name)
+        if seen is not None and seen[1] != source:
+            raise UsageError(
+                f"{seen[0]} {seen[1]} and {what} {source} are both named {name}: they would be uploaded to "
+                f"the same {self.directory}/{name} ({UPLOAD_PATH_KEY}); rename one"
+            )
+        target = seen[2] if seen is not None else f"{self.directory}/{name}"
+        self.by_name.setdefault(name, (what, source, target))
+        named = f"{target}#{fragment}" if fragment else target
+        self.named.append(named)
+        return named
+
+
+def stage(sub: Submission, *, unique: str | None = None) -> Submission:
+    """``sub`` with its local files' URIs rewritten to where they will be uploaded, and the plan to do it.
+
+    Nothing is written; a bad upload path or file is a :class:`UsageError`. Without the key, ``sub``.
+    """
+    base = sub.properties.get(UPLOAD_PATH_KEY, "").strip()
+    if not base:
+        return sub
+    uploader = uploader_for(base)
+    uploader.check(base)
+    directory = f"{base.rstrip('/')}/{UPLOAD_DIR_PREFIX}{unique or uuid.uuid4()}"
+    planner = _Planner(directory)
+    app = planner.rewrite("application", sub.app)
+    properties = dict(sub.properties)
+    for flag, key in UPLOADED_LISTS:
+        entries = split_list(properties.get(key, ""))
+        if entries:
+            rewritten = [planner.rewrite(flag, e, alias=key == "spark.archives") for e in entries]
+            properties[key] = ",".join(rewritten)
+    sources = {target: source for _, source, target in planner.by_name.values()}
+    plan = UploadPlan(
+        directory, tuple(Upload(s, t) for t, s in sources.items()), uploader, frozenset(planner.named)
+    )
+    return attrs.evolve(sub, app=app, properties=properties, uploads=plan if plan.uploads else None)
+
+
+def upload(plan: UploadPlan, console: Console) -> None:
+    """Copy the files; a failure deletes what was copied and is a one-line :class:`UsageError`."""
+    console.info(f"Uploading {len(plan.uploads)} local file(s) to {plan.directory} ({UPLOAD_PATH_KEY})")
+    for item in plan.uploads:
+        try:
+            plan.uploader.upload(item.source, item.target)
+        except OSError as error:
+            _delete(plan, console, quiet=True)
+            raise UsageError(
+                f"uploading {item.source} to {item.target} failed ({error.strerror or error}); "
+                "nothing was created on the cluster"
+            ) from None
+
+
+@contextlib.contextmanager
+def uploaded(sub: Submission, console: Console) -> Iterator[None]:
+    """Upload ``sub``'s files, then run the block (creating the driver); if it fails, delete them."""
+    if sub.uploads is None:
+        yield
+        return
+    upload(sub.uploads, console)
+    try:
+        yield
+    except BaseException:
+        _delete(sub.uploads, console)
+        raise
+
+
+def finished(sub: Submission, console: Console, code: int, *, ended: bool) -> int:
+    """After the submission: delete the uploads if the driver ``ended``, else say where they stay."""
+    plan = sub.uploads
+    if plan is None:
+        return code
+    if ended:
+        _delete(plan, console)
+    else:
+        console.info(
+            f"The uploaded files stay in {plan.directory} while the application runs; delete it when the "
+            "application is done"
+        )
+    return code
+
+
+def _delete(plan: UploadPlan, console: Console, *, quiet: bool = False) -> None:
+    try:
+        plan.uploader.delete(plan.directory)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        console.warning(f"could not delete the uploaded files in {plan.directory}: {error.strerror or error}")
+        return
+    if not quiet:
+        console.info(f"Deleted the uploaded files in {plan.directory}")
