@@ -10,6 +10,11 @@ stopped: SIGTERM, then SIGKILL after ``stop_grace`` seconds.
 The kubelet runs any pod's command on this host, so the server always requires a bearer token (a random
 one unless given): :attr:`LocalCluster.kubeconfig` (written owner-only), :meth:`LocalCluster.api` and
 :meth:`LocalCluster.spark_conf` carry it.
+
+``LocalCluster(control_plane="kubernetes")`` serves the same API from a real control plane instead
+(kube-apiserver over https, etcd, kube-scheduler, kube-controller-manager; see
+:mod:`k8s_backend.local.control_plane`): the same process kubelet registers the nodes and runs the pods
+kube-scheduler binds to them.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import yaml
 
 from k8s_backend.kube.masters import pyk8s_url
 from k8s_backend.kube.port import NAMESPACES, PODS, ApiError
+from k8s_backend.local.control_plane.credentials import KubeconfigPath
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
 from k8s_backend.testing.fake import FakeKubernetes
@@ -39,6 +45,7 @@ from k8s_backend.testing.fake import FakeKubernetes
 if TYPE_CHECKING:
     from k8s_backend.kube.client import OfficialKubernetesApi
     from k8s_backend.local.apiserver import ApiServer
+    from k8s_backend.local.control_plane.with_kubelet import KubeletControlPlane
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +79,9 @@ class LocalCluster:
     :param known_images: the images the kubelet can "pull" (None: any image). Other images wait in
         ErrImagePull / ImagePullBackOff.
     :param graceful_deletion: deleted pods keep a deletionTimestamp until their containers stopped.
+    :param control_plane: ``"embedded"`` (the in-memory API server) or ``"kubernetes"`` (a real control
+        plane built from the official Go modules, https only; no :attr:`fake`, :attr:`server`, ``host``
+        or ``port``; deletion is always graceful).
     """
 
     def __init__(
@@ -89,7 +99,13 @@ class LocalCluster:
         stop_grace: float = 3.0,
         image_pull_backoff: float = 0.5,
         tls: bool = False,
+        control_plane: str = "embedded",
     ) -> None:
+        if control_plane not in ("embedded", "kubernetes"):
+            raise ValueError(f"LocalCluster(control_plane={control_plane!r}): 'embedded' or 'kubernetes'")
+        self._control_plane_kind = control_plane
+        self._real: KubeletControlPlane | None = None
+        self._reader: OfficialKubernetesApi | None = None
         self._nodes = list(nodes) if nodes is not None else default_nodes(run_processes)
         self._run_processes = run_processes
         if token is not None and not token.strip():
@@ -119,8 +135,6 @@ class LocalCluster:
 
     def start(self) -> LocalCluster:
         """Start the API server and the kubelet and write the kubeconfig; returns self."""
-        from k8s_backend.local.apiserver import ApiServer
-
         with self._lock:
             if self._started:
                 raise RuntimeError("this LocalCluster was already started; create a new one")
@@ -130,39 +144,58 @@ class LocalCluster:
             self._install_signal_handlers()
             self._work_dir = self._given_work_dir or Path(tempfile.mkdtemp(prefix="k8s-backend-local-"))
             self._work_dir.mkdir(parents=True, exist_ok=True)
-            self._fake = FakeKubernetes(graceful_pod_deletion=self._graceful)
-            self._fake.create(NAMESPACES, None, {"metadata": {"name": "default"}})
-            serving = None
-            if self._tls:  # a CA of this cluster's own, so that kubectl (never a token over http) works
-                from k8s_backend.local.control_plane.certs import make_pki
-
-                pki = make_pki(self._work_dir / "pki")
-                self._ca_cert, serving = pki.ca_cert, (pki.serving_cert, pki.serving_key)
-            self._server = ApiServer(
-                self._fake,
-                host=self._host,
-                port=self._port,
-                token=self._token,
-                logs=self._log_path,
-                tls=serving,
-            )
-            self._server.start()
-            self._kubelet = ProcessKubelet(
-                self._fake,
-                work_dir=self._work_dir,
-                nodes=self._nodes,
-                run_processes=self._run_processes,
-                images=self._images,
-                stop_grace=self._stop_grace,
-            )
-            self._kubelet.start()
-            self._kubeconfig = self._work_dir / "kubeconfig"
+            if self._control_plane_kind == "kubernetes":
+                self._start_real(self._work_dir)
+            else:
+                self._start_embedded(self._work_dir)
+            self._kubeconfig = KubeconfigPath(self._work_dir / "kubeconfig")
             _write_private(self._kubeconfig, yaml.safe_dump(self.kubeconfig_dict(), sort_keys=False))
         except BaseException:
             self.stop()
             raise
         log.info("local cluster at %s (kubeconfig %s)", self.url, self._kubeconfig)
         return self
+
+    def _start_embedded(self, work_dir: Path) -> None:
+        from k8s_backend.local.apiserver import ApiServer
+
+        self._fake = FakeKubernetes(graceful_pod_deletion=self._graceful)
+        self._fake.create(NAMESPACES, None, {"metadata": {"name": "default"}})
+        serving = None
+        if self._tls:  # a CA of this cluster's own, so that kubectl (never a token over http) works
+            from k8s_backend.local.control_plane.certs import make_pki
+
+            pki = make_pki(work_dir / "pki")
+            self._ca_cert, serving = pki.ca_cert, (pki.serving_cert, pki.serving_key)
+        self._server = ApiServer(
+            self._fake,
+            host=self._host,
+            port=self._port,
+            token=self._token,
+            logs=self._log_path,
+            tls=serving,
+        )
+        self._server.start()
+        self._kubelet = ProcessKubelet(
+            self._fake,
+            work_dir=work_dir,
+            nodes=self._nodes,
+            run_processes=self._run_processes,
+            images=self._images,
+            stop_grace=self._stop_grace,
+        )
+        self._kubelet.start()
+
+    def _start_real(self, work_dir: Path) -> None:
+        from k8s_backend.local.control_plane.with_kubelet import KubeletControlPlane
+
+        self._real = KubeletControlPlane(
+            work_dir=work_dir, nodes=self._nodes, run_processes=self._run_processes, images=self._images,
+            stop_grace=self._stop_grace, admin_token=self._token,
+        )  # fmt: skip
+        self._real.start()
+        self._kubelet = self._real.kubelet
+        self._ca_cert = Path(self._real.control_plane.ca_file)
 
     def stop(self) -> None:
         """Stop every process the kubelet started, then the server; idempotent and safe to call anytime."""
@@ -177,6 +210,8 @@ class LocalCluster:
         if self._kubelet is not None:
             steps.append(self._kubelet.stop)
         steps.extend(api.close for api in self._apis)
+        if self._real is not None:
+            steps.append(self._real.stop)  # the kubelet (already stopped), then the control plane
         if self._server is not None:
             steps.append(self._server.stop)
         if self._fake is not None:
@@ -204,8 +239,8 @@ class LocalCluster:
     def __repr__(self) -> str:
         if self._stopped:
             state = "stopped"
-        elif self._started and self._server is not None:
-            state = f"running at {self._server.url}"
+        elif self._started and (self._server is not None or self._real is not None):
+            state = f"running at {self.url}"
         else:
             state = "not started"
         processes = "processes" if self._run_processes else "no processes"
@@ -216,7 +251,9 @@ class LocalCluster:
 
     @property
     def url(self) -> str:
-        """The API server URL, e.g. ``http://127.0.0.1:41234``."""
+        """The API server URL, e.g. ``http://127.0.0.1:41234`` (https with TLS or a real control plane)."""
+        if self._real is not None:
+            return self._real.control_plane.url
         return self._running(self._server).url
 
     @property
@@ -232,7 +269,10 @@ class LocalCluster:
 
     @property
     def kubeconfig(self) -> Path:
-        """The kubeconfig file for kubectl, Spark and the official client (context ``k8s-backend-local``)."""
+        """The kubeconfig file for kubectl, Spark and the official client (context ``k8s-backend-local``).
+
+        A :class:`~pathlib.Path` that also works where a string path is expected: ``str()`` it, or pass
+        it as is to ``kubernetes.config.new_client_from_config``."""
         return self._running(self._kubeconfig)
 
     @property
@@ -251,7 +291,9 @@ class LocalCluster:
 
     @property
     def fake(self) -> FakeKubernetes:
-        """The in-memory API behind the server (for assertions and fault injection in tests)."""
+        """The in-memory API behind the embedded server (for assertions and fault injection in tests)."""
+        if self._real is not None:
+            raise RuntimeError("LocalCluster(control_plane='kubernetes') has no fake: use api()")
         return self._running(self._fake)
 
     @property
@@ -329,7 +371,9 @@ class LocalCluster:
     def pod_phase(self, name: str, namespace: str = "default") -> str | None:
         """A pod's phase, or None if it does not exist."""
         try:
-            pod = self.fake.get(PODS, namespace, name)
+            if self._real is not None and self._reader is None:
+                self._reader = self.api()  # one client for every call, closed on exit
+            pod = (self._reader or self.fake).get(PODS, namespace, name)
         except ApiError:
             return None
         return str((pod.get("status") or {}).get("phase", ""))

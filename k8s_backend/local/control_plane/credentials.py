@@ -53,10 +53,15 @@ class Credentials:
     kubelet: TokenUser
 
     @classmethod
-    def generate(cls) -> Credentials:
-        """Fresh random tokens."""
+    def generate(cls, admin_token: str | None = None) -> Credentials:
+        """Fresh random tokens (the admin's may be given)."""
+        admin = TokenUser.new(ADMIN, "system:masters")
+        if admin_token is not None:
+            if not admin_token or any(c in admin_token for c in ',"\r\n '):
+                raise ValueError("the admin token must be non-empty, without commas, quotes or blanks")
+            admin = TokenUser(ADMIN, admin_token, admin.groups)
         return cls(
-            admin=TokenUser.new(ADMIN, "system:masters"),
+            admin=admin,
             controller_manager=TokenUser.new(CONTROLLER_MANAGER),
             scheduler=TokenUser.new(SCHEDULER),
             kubelet=TokenUser.new(KUBELET, NODES_GROUP),
@@ -70,6 +75,15 @@ class Credentials:
         lines = [user.csv_line(f"uid-{index}") for index, user in enumerate(self.users)]
         write_private(path, "\n".join(lines) + "\n")
         return path
+
+
+class KubeconfigPath(type(Path())):  # type: ignore[misc]
+    """The path of a kubeconfig file: a :class:`~pathlib.Path` that also splits like a string, because
+    ``kubernetes.config.new_client_from_config(path)`` and ``load_kube_config(path)`` split their
+    argument as ``$KUBECONFIG`` (a ``:``-separated list) and fail on a plain Path."""
+
+    def split(self, sep: str | None = None, maxsplit: int = -1) -> list[str]:
+        return str(self).split(sep, maxsplit)
 
 
 def kubelet_role_binding(user: TokenUser) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class ControlPlane:
     :param start_timeout: seconds for ``/readyz`` and then for the default ServiceAccount.
     :param stop_grace: seconds between SIGTERM and SIGKILL on exit.
     :param keep_dir: keep the work dir (logs, etcd data) after exit, for debugging.
+    :param admin_token: the admin's bearer token (default: a random one).
     """
 
     def __init__(
@@ -88,6 +89,7 @@ class ControlPlane:
         stop_grace: float = 10.0,
         keep_dir: bool = False,
         progress: Callable[[str], None] | None = None,
+        admin_token: str | None = None,
     ) -> None:
         self._binaries = binaries
         self._with_scheduler = scheduler
@@ -98,7 +100,7 @@ class ControlPlane:
         self._progress = progress
         self._dir: Path | None = None
         self._pki: ClusterPki | None = None
-        self._credentials = Credentials.generate()
+        self._credentials = Credentials.generate(admin_token)
         self._port = 0
         self._processes: list[ManagedProcess] = []
         self._spawner: Spawner | None = None

@@ -1,0 +1,147 @@
+"""LocalCluster(control_plane="kubernetes"): a real control plane with the process kubelet as its node
+agent. The backend runs exactly N executors on it (no executor processes), stop() leaves no pod, and
+leaving the cluster leaves no process of the control plane or the kubelet."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from k8s_backend import KubernetesClusterSchedulerBackend
+from k8s_backend.kube.port import PODS, KubernetesApi
+from k8s_backend.local.control_plane import ControlPlaneBinaries
+from k8s_backend.local.kubelet import Node
+from k8s_backend.local.kubelet.processes import process_table
+from k8s_backend.local.kubelet.remote import NODES
+from k8s_backend.testing import LocalCluster
+
+pytestmark = [pytest.mark.real, pytest.mark.timeout(1200)]
+
+APP = "spark-real-local"
+EXECUTORS = 6
+DEADLINE = 120.0
+
+
+def until(predicate: Callable[[], object], what: str, timeout: float = DEADLINE) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f} s: {what}")
+        time.sleep(0.1)
+
+
+def pids_of(paths: list[str]) -> list[int]:
+    found = []
+    for info in process_table():
+        try:
+            if os.readlink(f"/proc/{info.pid}/exe") in paths:
+                found.append(info.pid)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster(binaries: ControlPlaneBinaries) -> Iterator[LocalCluster]:
+    # binaries (tests/real/conftest.py) skips when nothing is cached and Go is missing.
+    nodes = [Node.of("node-1", cpu="100", memory="100Gi"), Node.of("node-2", cpu="100", memory="100Gi")]
+    with LocalCluster(control_plane="kubernetes", run_processes=False, nodes=nodes) as local:
+        yield local
+
+
+def executors(api: KubernetesApi) -> list[dict[str, Any]]:
+    return api.list(PODS, "default", label_selector=f"spark-app-selector={APP}").items
+
+
+def test_the_cluster_is_a_real_one_reached_over_https(cluster: LocalCluster) -> None:
+    assert cluster.url.startswith("https://127.0.0.1:")
+    nodes = {n["metadata"]["name"] for n in cluster.api().list(NODES, None).items}
+    assert nodes == {"node-1", "node-2"}
+    with pytest.raises(RuntimeError, match="no fake"):
+        _ = cluster.fake
+    # The kubeconfig is a Path that the official client's loader also takes as is.
+    api_client = k8s_config.new_client_from_config(cluster.kubeconfig)  # type: ignore[no-untyped-call]
+    try:
+        version = k8s_client.VersionApi(api_client).get_code()
+        assert version.git_version == "v1.37.2"
+    finally:
+        api_client.close()
+    assert "token" in cluster.kubeconfig.read_text()
+
+
+def test_the_backend_runs_exactly_n_executors_and_stop_leaves_nothing(cluster: LocalCluster) -> None:
+    props = {
+        "spark.app.name": "real-local",
+        "spark.kubernetes.container.image": "spark:4.3.0",
+        "spark.kubernetes.executor.podNamePrefix": "real-local",
+        "spark.executor.instances": str(EXECUTORS),
+        "spark.executor.memory": "512m",
+        "spark.kubernetes.allocation.batch.size": "4",
+        "spark.kubernetes.allocation.batch.delay": "200ms",
+        "spark.kubernetes.executor.eventProcessingInterval": "200ms",
+    }
+    backend = KubernetesClusterSchedulerBackend.create(
+        props, app_id=APP, driver_url="spark://CoarseGrainedScheduler@127.0.0.1:7078", api=cluster.api()
+    )
+    api = cluster.api()
+    backend.start()
+    try:
+
+        def all_running() -> bool:
+            pods = executors(api)
+            return len(pods) == EXECUTORS and all(p["status"].get("phase") == "Running" for p in pods)
+
+        until(all_running, f"{EXECUTORS} executors Running")
+        pods = executors(api)
+        assert {p["spec"]["nodeName"] for p in pods} <= {"node-1", "node-2"}  # bound by kube-scheduler
+        assert backend.status()["pods"]  # the backend's own view agrees
+    finally:
+        backend.stop()
+    until(lambda: executors(api) == [], "executor pods removed after stop()")
+
+
+def test_leaving_the_cluster_leaves_no_process(binaries: ControlPlaneBinaries) -> None:
+    paths = [
+        str(binaries.etcd),
+        str(binaries.kube_apiserver),
+        str(binaries.kube_scheduler),
+        str(binaries.kube_controller_manager),
+    ]
+    before = set(pids_of(paths))
+    with LocalCluster(control_plane="kubernetes", nodes=[Node.of("solo", cpu="4", memory="4Gi")]) as local:
+        started = set(pids_of(paths)) - before
+        assert len(started) == 4
+        api = local.api()
+        code = "import time; time.sleep(600)"
+        body = {
+            "metadata": {"name": "lingers"},
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 1,
+                "containers": [
+                    {"name": "main", "image": "python:3", "command": [sys.executable, "-c", code]}
+                ],
+            },
+        }
+        api.create(PODS, "default", body)
+        until(lambda: local.pod_phase("lingers") == "Running", "pod lingers Running")
+        handles = local.kubelet.processes()
+        assert len(handles) == 1
+    until(lambda: not (set(pids_of(paths)) & started), "control-plane processes gone", timeout=60)
+    assert not any(os.path.exists(f"/proc/{h.pid}") and _alive(h.pid) for h in handles)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return False
+    return raw[raw.rfind(b")") + 2 :].split()[0] != b"Z"
