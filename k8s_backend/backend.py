@@ -22,6 +22,7 @@ from k8s_backend.driver import ExecutorLoss
 from k8s_backend.errors import BackendStateError
 from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.executors.monitor import ExecutorMonitor
+from k8s_backend.executors.progress import ExecutorProgress, ProgressReporter
 from k8s_backend.failures import FailureSink
 from k8s_backend.gang.gate import GateState
 from k8s_backend.gang.start import GangStart
@@ -74,6 +75,7 @@ class StartPlan:
     heartbeat: Callable[[], object] | None = None  # creates a client-mode driver's heartbeat Lease
     recover: Callable[[], int] | None = None  # adopts an earlier driver's pods; returns the next id
     wait_for_driver: Callable[[], object] | None = None  # waits (briefly) for the driver pod to be Ready
+    progress_interval: float = 0.0  # spark.kubernetes.progress.interval: the progress line; 0: none
 
 
 class KubernetesClusterSchedulerBackend:
@@ -110,6 +112,9 @@ class KubernetesClusterSchedulerBackend:
         self._not_starting = threading.Event()  # clear while start() runs
         self._not_starting.set()
         self._stopped = threading.Event()
+        self.progress: ProgressReporter | None = None
+        if plan.progress_interval > 0:
+            self.progress = ProgressReporter(self._progress, clock, interval=plan.progress_interval)
 
     # -- parts, for status, tests and tools ----------------------------------------------------------
 
@@ -197,6 +202,7 @@ class KubernetesClusterSchedulerBackend:
             lambda: parts.allocator.set_total_expected_executors({0: self._scaling.initial_target}),
             parts.lifecycle.start,
             parts.monitor.start,
+            self._start_progress,
             lambda: parts.watch_source.start(self._app_id),
             lambda: parts.polling_source.start(self._app_id),
         ]
@@ -294,6 +300,17 @@ class KubernetesClusterSchedulerBackend:
 
     def executor_removed(self, executor_id: int, loss: ExecutorLoss) -> None:
         """Lifecycle listener hook (kept for subclasses and later state tracking)."""
+
+    def _start_progress(self) -> None:
+        if self.progress is not None:
+            self.progress.start(self.parts.store)
+
+    def _progress(self) -> ExecutorProgress:
+        """What the progress line shows now."""
+        counts, reasons = self.parts.monitor.progress()
+        targets: dict[int, int] = self.parts.allocator.status()["targets"]
+        requested, registered = sum(targets.values()), self.parts.registered_executors()
+        return ExecutorProgress.of(counts, reasons, requested=requested, registered=registered)
 
     def status(self) -> dict[str, Any]:
         """A plain summary for logs, CLIs and tests."""

@@ -76,6 +76,7 @@ def start_plan(
         heartbeat=None if heartbeat is None else heartbeat.start,
         recover=run_recovery,
         wait_for_driver=wait_for_driver,
+        progress_interval=conf.progress_interval,
     )
 
 

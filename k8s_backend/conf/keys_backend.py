@@ -214,6 +214,17 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         field="lifecycle.failures_validity_interval",
         check=at_least(0, "must be 0 or more"),
     ),
+    Key(
+        "spark.kubernetes.progress.interval",
+        Kind.DURATION_MS,
+        "1s",
+        "Least time between two progress lines on stderr (`executors: 8 requested, 2 pending (reason), "
+        "6 running, 5 registered`, one per change, also logged at INFO on `k8s_backend.progress`); "
+        "`0`: no progress line.",
+        field="progress_interval",
+        check=at_least(0, "must be 0 (off) or more"),
+        has_spark_entry=False,
+    ),
 )
 
 SCALING_KEYS: tuple[Key, ...] = (

@@ -11,6 +11,8 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
+from k8s_backend.executors.pod_reasons import PendingReason
+from k8s_backend.executors.states import ExecutorState
 from k8s_backend.executors.tracker import ExecutorStuck, ExecutorTracker, ImagePullFailed
 from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.snapshot import SnapshotBatch
@@ -99,6 +101,11 @@ class ExecutorMonitor:
     def describe(self, executor_id: int) -> str:
         with self._lock:
             return self._tracker.describe(executor_id)
+
+    def progress(self) -> tuple[dict[ExecutorState, int], list[PendingReason]]:
+        """Executors per state and why those not running yet wait (for the progress line)."""
+        with self._lock:
+            return self._tracker.counts(), self._tracker.waiting_reasons()
 
     def summary(self) -> dict[str, object]:
         with self._lock:

@@ -11,6 +11,8 @@ from k8s_backend.kube.port import Obj
 IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 CONFIG_REASONS = frozenset({"CreateContainerConfigError", "CreateContainerError", "RunContainerError"})
 STARTING_REASONS = frozenset({"ContainerCreating", "PodInitializing"})
+# The kubelet alternates between these two while it retries a pull: one reason, not two.
+PULL_RETRY_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff"})
 
 
 @attrs.frozen
@@ -23,6 +25,13 @@ class PendingReason:
     @property
     def is_image_pull_failure(self) -> bool:
         return self.reason in IMAGE_PULL_REASONS
+
+    def same_as(self, other: PendingReason | None) -> bool:
+        """Whether ``other`` is the same reason: equal, or both steps of one image pull being retried
+        (``ErrImagePull`` then ``ImagePullBackOff``, again and again)."""
+        if other is None:
+            return False
+        return self == other or (self.reason in PULL_RETRY_REASONS and other.reason in PULL_RETRY_REASONS)
 
     def __str__(self) -> str:
         return f"{self.reason}: {self.message}" if self.message else self.reason

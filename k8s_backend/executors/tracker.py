@@ -24,6 +24,8 @@ from k8s_backend.state_machine import StateMachine, Transition
 
 log = logging.getLogger(__name__)
 
+BACK_OFF = "ImagePullBackOff"
+
 
 @attrs.define
 class ExecutorRecord:
@@ -165,8 +167,8 @@ class ExecutorTracker:
             target = mapped
         if target is ExecutorState.PENDING:
             reason = pending_reason(pod_state.pod)
-            if reason != record.pending_reason:
-                record.pending_reason = reason
+            if reason is None or not (reason.same_as(record.pending_reason) and reason.reason == BACK_OFF):
+                record.pending_reason = reason  # a back-off keeps the pull error's message (the cause)
             if reason is None or not reason.is_image_pull_failure:
                 record.pull_failing_since = None
             elif record.pull_failing_since is None:
@@ -220,7 +222,7 @@ class ExecutorTracker:
             reason = record.pending_reason
             since = record.pending_since if record.pending_since is not None else now
             waited = now - since
-            if reason is None or waited < self._stuck_timeout or reason == record.reported_reason:
+            if reason is None or waited < self._stuck_timeout or reason.same_as(record.reported_reason):
                 pass
             else:
                 record.reported_reason = reason
@@ -273,6 +275,18 @@ class ExecutorTracker:
                     }
                 )
         return out
+
+    def counts(self) -> dict[ExecutorState, int]:
+        """Executors known per state (finished ones up to ``max_finished``)."""
+        counts: dict[ExecutorState, int] = {}
+        for record in self._records.values():
+            counts[record.state] = counts.get(record.state, 0) + 1
+        return counts
+
+    def waiting_reasons(self) -> list[PendingReason]:
+        """Why the executors not running yet wait, one entry per executor that has a reason."""
+        reasons = (self._records[i].pending_reason for i in sorted(self._pending))
+        return [reason for reason in reasons if reason is not None]
 
     def summary(self, now: float, *, histories: int = 20) -> dict[str, object]:
         counts: dict[str, int] = {}

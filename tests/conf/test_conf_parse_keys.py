@@ -123,6 +123,7 @@ READS: dict[str, tuple[str, Any]] = {
     "spark.kubernetes.stopTimeout": ("2min", 120.0),
     "spark.kubernetes.metrics.port": ("9090", 9090),
     "spark.kubernetes.metrics.host": ("0.0.0.0", "0.0.0.0"),
+    "spark.kubernetes.progress.interval": ("250ms", 0.25),
 }
 
 GENERIC = [r for r in keys.KEYS if r.field and not r.custom and not r.is_prefix and r.use is Use.READ]
@@ -242,6 +243,7 @@ BAD: dict[str, tuple[str, str]] = {
     "spark.kubernetes.stopTimeout": ("0", "invalid: must be a positive duration"),
     "spark.kubernetes.metrics.port": ("65536", "invalid: must be a TCP port from 1 to 65535, or 0 (off)"),
     "spark.kubernetes.metrics.host": ("", "invalid: must not be empty"),
+    "spark.kubernetes.progress.interval": ("-1s", "invalid: must be 0 (off) or more"),
 }
 
 

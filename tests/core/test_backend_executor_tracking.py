@@ -126,6 +126,25 @@ def test_stuck_reasons_are_logged_once_per_change_and_shown_in_status(
     h.backend.stop()
 
 
+def test_the_kubelets_pull_retries_are_one_stuck_reason(caplog: pytest.LogCaptureFixture) -> None:
+    # The kubelet alternates ErrImagePull and ImagePullBackOff while it retries: one reason, logged once,
+    # shown with the pull error's message (the cause) rather than the back-off's.
+    h = started({"spark.kubernetes.executor.stuckTimeout": "30s"})
+    name = pod_names(h)[0]
+    pull_error = 'failed to pull "spark:4.3.0": not found'
+    with caplog.at_level(logging.WARNING, logger="k8s_backend.executors.tracker"):
+        for _ in range(10):
+            waiting(h, name, "ErrImagePull", pull_error)
+            h.run(5.0)
+            waiting(h, name, "ImagePullBackOff", 'Back-off pulling image "spark:4.3.0"')
+            h.run(5.0)
+    logged = [r.getMessage() for r in caplog.records if "has been pending" in r.getMessage()]
+    assert len(logged) == 1
+    assert f"ErrImagePull: {pull_error}" in logged[0]
+    assert executors(h)["stuck"][0]["reason"] == f"ErrImagePull: {pull_error}"
+    h.backend.stop()
+
+
 def test_an_executor_that_starts_leaves_the_stuck_list() -> None:
     h = started({"spark.kubernetes.executor.stuckTimeout": "10s"})
     name = pod_names(h)[0]
