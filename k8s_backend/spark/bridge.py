@@ -86,6 +86,15 @@ class JvmDriverEndpoint:
             return {}
         return {str(k): float(v) / 1000.0 for k, v in millis.items()}
 
+    def backend_stopped(self) -> None:
+        """Tell the JVM backend that this backend has stopped and removed what it created: the JVM then
+        forwards nothing more, and its own stop (e.g. from its shutdown hook after this process is gone)
+        has nothing to pass. Silent when the JVM is gone already (it may have died first)."""
+        try:
+            self._java.pythonStopped()
+        except Exception:
+            log.debug("Could not tell the JVM that the Kubernetes backend stopped", exc_info=True)
+
     def application_failed(self, reason: str) -> None:
         """The backend gave up on the application: Spark stops the SparkContext."""
         try:
@@ -98,7 +107,11 @@ class PythonBackendCallbacks:
     """The Py4J callback object behind the JVM's ``PythonBackend`` interface.
 
     Method names are the Java interface's. ``on_stopped`` runs on the bridge thread after the backend
-    stopped (e.g. to stop a local cluster).
+    stopped (e.g. to stop a local cluster); ``tell_stopped`` after that, before :attr:`stopped` is set, so
+    that the JVM knows before this process may exit (:meth:`JvmDriverEndpoint.backend_stopped`).
+
+    The stop runs once, whoever asks first: the JVM's ``stop`` (Spark's, or the JVM's shutdown hook), or
+    Python's own at interpreter exit (:meth:`k8s_backend.spark.factory.BackendFactory.stop_at_exit`).
     """
 
     class Java:
@@ -110,11 +123,13 @@ class PythonBackendCallbacks:
         *,
         conf: Mapping[str, str] | None = None,
         on_stopped: Callable[[], None] | None = None,
+        tell_stopped: Callable[[], None] | None = None,
         stop_timeout: float = DEFAULT_STOP_TIMEOUT,
     ) -> None:
         self.backend = backend
         self._conf = dict(conf or {})
         self._on_stopped = on_stopped
+        self._tell_stopped = tell_stopped
         self._stop_timeout = stop_timeout
         self._app_id = backend.application_id()
         self._registered_profiles: set[int] = set()
@@ -215,10 +230,17 @@ class PythonBackendCallbacks:
             try:
                 if self._on_stopped is not None:
                     self._on_stopped()
+                log.info("The Kubernetes backend of %s has stopped", self._app_id)
             except Exception:
                 log.exception("Cleanup after the backend stopped failed")
             finally:
-                self._stopped.set()
+                try:
+                    if self._tell_stopped is not None:
+                        self._tell_stopped()
+                except Exception:
+                    log.exception("Could not report that the backend stopped")
+                finally:
+                    self._stopped.set()
 
 
 class SerialWorker:

@@ -23,6 +23,7 @@ from k8s_backend.spark.bridge import (
     PythonBackendCallbacks,
 )
 from k8s_backend.spark.master import MasterKind, PyK8sMaster, is_pyk8s, parse_master
+from k8s_backend.spark.signals import signals_held
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,11 @@ class BackendFactory:
             atexit.unregister(self.stop_at_exit)
             atexit.register(self.stop_at_exit)
             return PythonBackendCallbacks(
-                backend, conf=properties, on_stopped=resources.close, stop_timeout=self._stop_timeout
+                backend,
+                conf=properties,
+                on_stopped=resources.close,
+                tell_stopped=driver.backend_stopped,
+                stop_timeout=self._stop_timeout,
             )
         except BaseException:
             resources.close()
@@ -151,9 +156,15 @@ class BackendFactory:
             current.stop()
 
     def stop_at_exit(self) -> None:
-        """At interpreter exit: stop a running ``pyk8s://`` SparkContext, then any backend left over."""
-        stop_active_context()
-        self.stop_leftover()
+        """At interpreter exit: stop a running ``pyk8s://`` SparkContext, then any backend left over.
+
+        Also after an exception in the driver script, and after SIGTERM or SIGHUP
+        (:func:`k8s_backend.spark.signals.exit_on_termination`). Those signals and SIGINT are ignored
+        meanwhile: a second one must not cut the cleanup short.
+        """
+        with signals_held():
+            stop_active_context()
+            self.stop_leftover()
 
     def _make_local_cluster(self) -> contextlib.AbstractContextManager[Any]:
         if self._local_cluster is not None:
@@ -176,5 +187,23 @@ def stop_active_context() -> None:
     log.info("Stopping the SparkContext at exit so that its executors are removed")
     try:
         context.stop()
-    except Exception:
-        log.warning("Could not stop the SparkContext at exit", exc_info=True)
+    except Exception as error:
+        if jvm_unreachable(error):
+            # The JVM died first: the backend left over is stopped from here (stop_leftover).
+            log.info("The driver JVM is gone (%s); the Kubernetes backend stops without it", error)
+        else:
+            log.warning("Could not stop the SparkContext at exit", exc_info=True)
+
+
+def jvm_unreachable(error: BaseException) -> bool:
+    """Whether a call into the JVM failed because the JVM cannot be reached (it died or exited)."""
+    from py4j.protocol import Py4JNetworkError
+
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (Py4JNetworkError, ConnectionError, EOFError)):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False

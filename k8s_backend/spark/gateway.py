@@ -16,7 +16,7 @@ from typing import Any
 from k8s_backend.spark.jar import BridgeJarError
 
 MANAGER_CLASS = "io.k8sbackend.bridge.PyK8sClusterManager"
-PROTOCOL_VERSION = 1  # must match PyK8sClusterManager.PROTOCOL_VERSION
+PROTOCOL_VERSION = 2  # must match PyK8sClusterManager.PROTOCOL_VERSION
 CLASSPATH_KEY = "spark.driver.extraClassPath"
 
 

@@ -17,6 +17,7 @@ from k8s_backend.spark.factory import BackendFactory, local_defaults
 from k8s_backend.spark.gateway import install_factory, launch
 from k8s_backend.spark.jar import bridge_jar
 from k8s_backend.spark.master import MasterKind, is_pyk8s, parse_master
+from k8s_backend.spark.signals import exit_on_termination
 
 log = logging.getLogger(__name__)
 
@@ -89,5 +90,6 @@ def launch_for_pyk8s(conf: Any, master: str, popen_kwargs: dict[str, Any] | None
         raise_config_error(properties, error)  # our message, naming the key, when that is the cause
         raise
     install_factory(gateway, BackendFactory())
+    exit_on_termination()
     log.info("Driver JVM launched with k8s_backend's bridge for %s", master)
     return gateway

@@ -17,6 +17,7 @@ from k8s_backend.spark.factory import BackendCreator, BackendFactory, local_defa
 from k8s_backend.spark.gateway import install_factory, launch, set_default_master
 from k8s_backend.spark.jar import bridge_jar, installed_pyspark
 from k8s_backend.spark.master import MasterKind, is_pyk8s, parse_master
+from k8s_backend.spark.signals import exit_on_termination
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,7 +88,8 @@ def prepare(
     """Ready this process's driver JVM for a ``pyk8s://`` master and return the installed factory.
 
     Launches pyspark's JVM gateway with the bridge jar unless one already runs (which must then have the
-    jar), starts the Py4J callback server and installs a :class:`BackendFactory`. With
+    jar), starts the Py4J callback server and installs a :class:`BackendFactory`; in the main thread,
+    SIGTERM and SIGHUP then end the process as an exception does (:mod:`k8s_backend.spark.signals`). With
     ``default_master`` the master and ``conf`` become the JVM's defaults, as spark-submit's would: a
     plain ``SparkSession.builder.getOrCreate()`` then creates a context with k8s_backend's backend.
     """
@@ -107,6 +109,7 @@ def prepare(
         gateway = SparkContext._gateway
     factory = BackendFactory(create_backend)
     install_factory(gateway, factory)
+    exit_on_termination()  # SIGTERM/SIGHUP then run the cleanup at exit instead of leaving pods behind
     if default_master:
         set_default_master(gateway, master, properties)
     return factory

@@ -23,7 +23,7 @@ public final class PyK8sClusterManager implements ExternalClusterManager {
     public static final String PREFIX = "pyk8s://";
 
     /** Bumped whenever the Java/Python calls change, so Python can refuse a stale jar. */
-    public static final int PROTOCOL_VERSION = 1;
+    public static final int PROTOCOL_VERSION = 2;
 
     private static final Logger LOG = LoggerFactory.getLogger(PyK8sClusterManager.class);
     private static final AtomicReference<PythonBackendFactory> FACTORY = new AtomicReference<>();

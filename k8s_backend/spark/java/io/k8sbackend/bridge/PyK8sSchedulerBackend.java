@@ -34,6 +34,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * forwards the cluster-manager hooks to {@link PythonBackend} and offers Python the few calls it needs
  * back (remove, disable, list executors). It makes no decisions: a forwarding failure is logged and
  * answered with a safe value, never with null.
+ *
+ * <p>The Python side stops its backend on its own when its process ends (an exception in the driver
+ * script, SIGTERM, SIGINT, SIGHUP, a SparkContext that failed to start) and then says so through
+ * {@link #pythonStopped()}; nothing is forwarded after that. A call that cannot reach Python while this JVM
+ * shuts down (the Python process is gone) is logged once, in one line.
  */
 public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
     private static final Logger LOG = LoggerFactory.getLogger(PyK8sSchedulerBackend.class);
@@ -44,6 +49,10 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
     private final String masterUrl;
     private final PythonBackend python;
     private volatile boolean stopping;
+    // Python's backend has stopped and cleaned up (it said so): nothing more is forwarded to it.
+    private volatile boolean pythonStopped;
+    // A call could not reach Python while this JVM shuts down: the Python process is gone.
+    private volatile boolean pythonGone;
     private volatile String appId;
     // Set by createDriverEndpoint(), which the superclass constructor calls before this class's
     // initializers run; it must therefore have no initializer of its own.
@@ -85,7 +94,11 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
         try {
             super.stop();
         } finally {
-            forward("stop", () -> python.stop());
+            if (pythonStopped) {
+                LOG.info("k8s_backend's Python backend has already stopped and cleaned up");
+            } else {
+                forward("stop", () -> python.stop());
+            }
         }
     }
 
@@ -189,6 +202,15 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
         return Json.object(out);
     }
 
+    /**
+     * Python's backend has stopped and removed what it created (called by Python once, when its stop
+     * finished, whoever asked for it): later hooks are no longer forwarded, and {@link #stop()} has
+     * nothing left to pass.
+     */
+    public void pythonStopped() {
+        pythonStopped = true;
+    }
+
     /** Python gave up on the application: stop the SparkContext, as Spark's allocator exits on it. */
     public void failApplication(String reason) {
         LOG.error("k8s_backend stops the application: " + reason);
@@ -212,22 +234,93 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
         }
     }
 
-    private static boolean forward(String hook, Runnable call) {
+    private boolean forward(String hook, Runnable call) {
+        if (!reachable(hook)) {
+            return false;
+        }
         try {
             call.run();
             return true;
         } catch (RuntimeException e) {
-            LOG.error("Could not pass " + hook + " to k8s_backend's Python backend: " + e.getMessage(), e);
+            failed(hook, "Could not pass " + hook + " to k8s_backend's Python backend", e);
             return false;
         }
     }
 
-    private static <T> T ask(String hook, Supplier<T> call) {
+    private <T> T ask(String hook, Supplier<T> call) {
+        if (!reachable(hook)) {
+            return null;
+        }
         try {
             return call.get();
         } catch (RuntimeException e) {
-            LOG.error("k8s_backend's Python backend did not answer " + hook + ": " + e.getMessage(), e);
+            failed(hook, "k8s_backend's Python backend did not answer " + hook, e);
             return null;
+        }
+    }
+
+    /** Whether a hook still goes to Python: not once its backend stopped or its process is gone. */
+    private boolean reachable(String hook) {
+        if (pythonStopped || pythonGone) {
+            LOG.debug("Not passing " + hook + ": k8s_backend's Python backend has stopped");
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * Log a failed call. Python may have stopped while the call was under way, or its process may be
+     * gone while this JVM shuts down (the JVM ends when its Python parent does): that is said once, in
+     * one line. Any other failure is an error, with its stack trace.
+     */
+    private void failed(String hook, String what, RuntimeException e) {
+        if (pythonStopped) {
+            LOG.info("k8s_backend's Python backend stopped and cleaned up on its own while " + hook
+                + " was passed to it (" + e.getMessage() + ")");
+        } else if (unreachable(e) && jvmShuttingDown()) {
+            if (!pythonGone) {
+                pythonGone = true;
+                LOG.warn(what + ": the Python driver process is gone while this JVM shuts down (" + rootCause(e)
+                    + "). It removes its executor pods itself when its script ends, raises or gets SIGTERM, "
+                    + "SIGINT or SIGHUP; gone without that (e.g. SIGKILL), it leaves them to the driver pod's "
+                    + "owner references (cluster mode) or to be deleted by hand.");
+            }
+        } else {
+            LOG.error(what + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Whether a Py4J call failed because the Python side could not be reached (a network failure). */
+    static boolean unreachable(Throwable e) {
+        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+            if (cause instanceof java.io.IOException
+                    || cause.getClass().getName().equals("py4j.Py4JNetworkException")) {
+                return true;
+            }
+            if (cause.getCause() == cause) {
+                break;
+            }
+        }
+        return false;
+    }
+
+    private static String rootCause(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root.getClass().getSimpleName() + ": " + root.getMessage();
+    }
+
+    /** Whether this JVM runs its shutdown hooks (a hook can no longer be added then). */
+    static boolean jvmShuttingDown() {
+        Thread probe = new Thread(() -> { }, "k8s-backend-shutdown-probe");
+        try {
+            Runtime.getRuntime().addShutdownHook(probe);
+            Runtime.getRuntime().removeShutdownHook(probe);
+            return false;
+        } catch (IllegalStateException e) {
+            return true;
         }
     }
 
