@@ -20,7 +20,6 @@ kube-scheduler binds to them.
 from __future__ import annotations
 
 import atexit
-import base64
 import logging
 import os
 import secrets
@@ -37,8 +36,8 @@ import yaml
 
 from k8s_backend.kube.masters import pyk8s_url
 from k8s_backend.kube.port import NAMESPACES, PODS, ApiError
-from k8s_backend.local.control_plane.credentials import KubeconfigPath
 from k8s_backend.local.images import default_spark_image
+from k8s_backend.local.kubeconfig import KubeconfigPath, kubeconfig_document, write_private
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
 from k8s_backend.testing.fake import FakeKubernetes
 
@@ -149,7 +148,7 @@ class LocalCluster:
             else:
                 self._start_embedded(self._work_dir)
             self._kubeconfig = KubeconfigPath(self._work_dir / "kubeconfig")
-            _write_private(self._kubeconfig, yaml.safe_dump(self.kubeconfig_dict(), sort_keys=False))
+            write_private(self._kubeconfig, yaml.safe_dump(self.kubeconfig_dict(), sort_keys=False))
         except BaseException:
             self.stop()
             raise
@@ -342,27 +341,10 @@ class LocalCluster:
 
     def kubeconfig_dict(self) -> dict[str, Any]:
         """The kubeconfig written to :attr:`kubeconfig`, as data."""
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": CONTEXT_NAME, "cluster": self._kubeconfig_cluster()}],
-            "users": [{"name": CONTEXT_NAME, "user": {"token": self._token}}],
-            "contexts": [
-                {
-                    "name": CONTEXT_NAME,
-                    "context": {"cluster": CONTEXT_NAME, "user": CONTEXT_NAME, "namespace": "default"},
-                }
-            ],
-            "current-context": CONTEXT_NAME,
-            "preferences": {},
-        }
-
-    def _kubeconfig_cluster(self) -> dict[str, Any]:
-        cluster: dict[str, Any] = {"server": self.url}
-        if self._ca_cert is not None:
-            data = base64.b64encode(self._ca_cert.read_bytes()).decode("ascii")
-            cluster["certificate-authority-data"] = data
-        return cluster
+        ca = self._ca_cert.read_bytes() if self._ca_cert is not None else None
+        return kubeconfig_document(
+            self.url, self._token, context=CONTEXT_NAME, ca_pem=ca, namespace="default"
+        )
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
         """Block until ``predicate()`` holds (re-checked as the kubelet works); False on timeout."""
@@ -402,14 +384,6 @@ class LocalCluster:
             if signal.getsignal(sig) is _exit_on_signal:
                 signal.signal(sig, previous)
         self._previous_handlers.clear()
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by this user only (it holds the token), whatever the umask."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        os.fchmod(handle.fileno(), 0o600)  # the file may have existed with a wider mode
-        handle.write(text)
 
 
 def _exit_on_signal(signum: int, frame: FrameType | None) -> None:

@@ -5,8 +5,6 @@ already binds, and the process kubelet as a node in ``system:nodes``) and a kube
 
 from __future__ import annotations
 
-import base64
-import os
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +12,8 @@ from typing import Any
 
 import attrs
 import yaml
+
+from k8s_backend.local.kubeconfig import kubeconfig_document, write_private
 
 ADMIN = "k8s-backend-admin"
 CONTROLLER_MANAGER = "system:kube-controller-manager"
@@ -77,15 +77,6 @@ class Credentials:
         return path
 
 
-class KubeconfigPath(type(Path())):  # type: ignore[misc]
-    """The path of a kubeconfig file: a :class:`~pathlib.Path` that also splits like a string, because
-    ``kubernetes.config.new_client_from_config(path)`` and ``load_kube_config(path)`` split their
-    argument as ``$KUBECONFIG`` (a ``:``-separated list) and fail on a plain Path."""
-
-    def split(self, sep: str | None = None, maxsplit: int = -1) -> list[str]:
-        return str(self).split(sep, maxsplit)
-
-
 def kubelet_role_binding(user: TokenUser) -> dict[str, Any]:
     """The ClusterRoleBinding of the ``system:node`` ClusterRole to the kubelet's user."""
     return {
@@ -99,32 +90,9 @@ def kubelet_role_binding(user: TokenUser) -> dict[str, Any]:
 
 def kubeconfig_dict(server: str, ca_pem: bytes, user: TokenUser, context: str) -> dict[str, Any]:
     """A kubeconfig with the CA inline and a bearer token, as kubectl and the Python client read it."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": context,
-                "cluster": {
-                    "server": server,
-                    "certificate-authority-data": base64.b64encode(ca_pem).decode("ascii"),
-                },
-            }
-        ],
-        "users": [{"name": user.name, "user": {"token": user.token}}],
-        "contexts": [{"name": context, "context": {"cluster": context, "user": user.name}}],
-        "current-context": context,
-        "preferences": {},
-    }
+    return kubeconfig_document(server, user.token, context=context, user=user.name, ca_pem=ca_pem)
 
 
 def write_kubeconfig(path: Path, server: str, ca_pem: bytes, user: TokenUser, context: str) -> Path:
     write_private(path, yaml.safe_dump(kubeconfig_dict(server, ca_pem, user, context), sort_keys=False))
     return path
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write a file only the owner can read (it holds tokens or keys)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
