@@ -15,9 +15,12 @@ from collections.abc import Sequence
 from k8s_backend.cli import app_commands, local
 from k8s_backend.cli.deps import Dependencies, version
 from k8s_backend.cli.errors import CliError
+from k8s_backend.cli.submit_args import parse_submit_args
 from k8s_backend.errors import ConfigError, K8sBackendError
 
 SUBMIT = "submit"
+PACKAGE_LOGGER = "k8s_backend"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,14 +74,32 @@ def run(argv: Sequence[str], deps: Dependencies) -> int:
         return 130
 
 
+def verbosity(argv: Sequence[str]) -> int:
+    """How many ``-v``/``--verbose`` a ``submit`` has before its application file (after it, they are
+    the application's arguments); 0 for the other commands and for a command line ``submit`` refuses
+    (it says why when it runs)."""
+    if not argv or argv[0] != SUBMIT:
+        return 0
+    try:
+        return parse_submit_args(argv[1:]).verbosity
+    except CliError:
+        return 0
+
+
+def configure_logging(verbosity: int) -> None:
+    """Python's WARNING for every logger, on stderr; ``-v`` raises k8s_backend's own loggers to INFO and
+    ``-v -v`` to DEBUG. The root logger stays at WARNING, so py4j's and other libraries' chatter stays
+    out of the terminal. The progress line (see :mod:`k8s_backend.executors.progress`) is shown either
+    way, once: plain at the default level, as a log record of ``k8s_backend.progress`` with ``-v``."""
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+    if verbosity:
+        logging.getLogger(PACKAGE_LOGGER).setLevel(logging.INFO if verbosity == 1 else logging.DEBUG)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``k8s-backend`` with ``argv`` (default: the process arguments); returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    verbose = "--verbose" in args or "-v" in args
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(verbosity(args))
     return run(args, Dependencies())
 
 

@@ -43,7 +43,8 @@ spark-submit's, written --name value or --name=value:
   --driver-memory MEM      spark.driver.memory (and the driver pod's memory in cluster mode)
   --driver-cores N         spark.driver.cores (the driver pod's CPU in cluster mode)
   --driver-java-options, --driver-class-path, --driver-library-path   as spark-submit
-  --verbose, -v            print the arguments and the resolved properties
+  --verbose, -v            print the arguments and the resolved properties, and k8s_backend's log
+                           from INFO (-v -v: DEBUG); before the application file only
   --kill ID, --status ID   stop / show an application (see `k8s-backend kill --help`)
 
 k8s-backend options:

@@ -78,6 +78,7 @@ class SubmitArgs:
     kill: str | None = None
     status: str | None = None
     driver_command: str | None = None
+    verbosity: int = 0  # how many --verbose/-v came before the application file
 
     def has(self, switch: str) -> bool:
         return switch in self.switches
@@ -102,6 +103,7 @@ def parse_submit_args(argv: Sequence[str]) -> SubmitArgs:
     conf: list[tuple[str, str]] = []
     values: dict[str, str] = {}
     switches: set[str] = set()
+    verbosity = 0
     index = 0
     while index < len(argv):
         arg = argv[index]
@@ -111,6 +113,7 @@ def parse_submit_args(argv: Sequence[str]) -> SubmitArgs:
             if has_inline:
                 raise UsageError(f"{name} takes no value (got {arg!r})")
             switches.add(name)
+            verbosity += name == "--verbose"
             index += 1
             continue
         if name in FLAG_KEYS or name in VALUE_OPTIONS or name in UNSUPPORTED:
@@ -136,8 +139,10 @@ def parse_submit_args(argv: Sequence[str]) -> SubmitArgs:
                 f"Unrecognized option '{arg}'. Options go before the application file; run "
                 "`k8s-backend submit --help` for the list"
             )
-        return _args(flags, conf, values, switches, arg, tuple(argv[index + 1 :]))
-    return _args(flags, conf, values, switches, None, ())
+        return attrs.evolve(
+            _args(flags, conf, values, switches, arg, tuple(argv[index + 1 :])), verbosity=verbosity
+        )
+    return attrs.evolve(_args(flags, conf, values, switches, None, ()), verbosity=verbosity)
 
 
 def _args(

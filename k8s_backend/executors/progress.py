@@ -42,7 +42,7 @@ class ExecutorProgress:
     """What the line shows: the driver's target, executors by state, and why pending ones wait."""
 
     requested: int = 0  # the driver's target, over all resource profiles
-    pending: int = 0  # asked for, not running yet
+    pending: int = 0  # asked for, not running yet (pods not created yet included)
     running: int = 0
     registered: int = 0  # registered with the driver (without a driver: running pods)
     stopping: int = 0  # being decommissioned or killed
@@ -57,10 +57,13 @@ class ExecutorProgress:
         requested: int,
         registered: int,
     ) -> ExecutorProgress:
+        running = counts.get(ExecutorState.RUNNING, 0)
+        # Pods the allocator is yet to create are pending too (they are asked for, and not running).
+        pending = max(sum(counts.get(s, 0) for s in _PENDING), requested - running)
         return cls(
             requested=requested,
-            pending=sum(counts.get(s, 0) for s in _PENDING),
-            running=counts.get(ExecutorState.RUNNING, 0),
+            pending=pending,
+            running=running,
             registered=registered,
             stopping=sum(counts.get(s, 0) for s in _STOPPING),
             reasons=group_reasons(reasons),

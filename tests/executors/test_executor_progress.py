@@ -56,6 +56,13 @@ def test_requested_but_unseen_pods_count_as_pending_and_stopping_ones_are_shown(
     )
 
 
+def test_executors_not_created_yet_are_pending() -> None:
+    line = ExecutorProgress.of({ExecutorState.RUNNING: 1}, [], requested=3, registered=1).line()
+    assert line == "executors: 3 requested, 2 pending, 1 running, 1 registered"
+    fewer = ExecutorProgress.of({ExecutorState.RUNNING: 3}, [], requested=2, registered=3).line()
+    assert fewer == "executors: 2 requested, 0 pending, 3 running, 3 registered"
+
+
 def test_several_reasons_are_counted_most_common_first() -> None:
     other = PendingReason("CreateContainerConfigError", 'secret "creds" not found')
     third = PendingReason(
