@@ -20,7 +20,8 @@ from collections.abc import Collection, Mapping, Sequence
 import attrs
 
 from k8s_backend.cli.errors import UsageError
-from k8s_backend.cli.submission import LOCAL_SCHEME, UPLOAD_PATH_KEY, Submission, local_path, split_list
+from k8s_backend.cli.submission import Submission
+from k8s_backend.cli.uris import LOCAL_SCHEME, UPLOAD_PATH_KEY, local_path, split_list
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.config_map import java_properties, load_conf_dir_files
 from k8s_backend.pods.constants import CONF_FILE_MODE, SPARK_CONF_FILE_NAME

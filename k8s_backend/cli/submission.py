@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import attrs
 
 from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.submit_args import MergedProperties, SubmitArgs, merge_properties
+from k8s_backend.cli.uris import LOCAL_SCHEME, UPLOAD_PATH_KEY, local_path, split_list
 from k8s_backend.conf import keys
 from k8s_backend.conf.frozen import FrozenDict, freeze
 from k8s_backend.conf.model import KubernetesConf
@@ -25,7 +25,6 @@ from k8s_backend.kube.masters import MASTER_KEY, MasterKind
 if TYPE_CHECKING:
     from k8s_backend.cli.uploads import UploadPlan
 
-LOCAL_SCHEME = "local://"
 # Keys only spark-submit reads (the keys table passes them through unchecked): checked here.
 SUBMISSION_KEYS = (
     "spark.kubernetes.submission.waitAppCompletion",
@@ -37,7 +36,6 @@ SUBMISSION_KEYS = (
     "spark.kubernetes.driver.limit.cores",
 )
 JVM_SUFFIXES = (".jar", ".r", ".R")
-UPLOAD_PATH_KEY = "spark.kubernetes.file.upload.path"
 DEFAULT_DRIVER_COMMAND = ("k8s-backend",)
 
 
@@ -170,22 +168,6 @@ def driver_command(text: str | None) -> tuple[str, ...]:
     if not parts:
         raise UsageError("--driver-command is empty; e.g. --driver-command 'python3 -m k8s_backend.cli.main'")
     return parts
-
-
-def split_list(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
-
-
-def local_path(uri: str) -> str | None:
-    """The local file a path or ``file://`` URI names; None for ``local://`` and remote URIs."""
-    if uri.startswith(LOCAL_SCHEME):
-        return None
-    parts = urlsplit(uri)
-    if parts.scheme == "file":
-        return parts.path
-    if parts.scheme and len(parts.scheme) > 1:  # one letter: a Windows drive
-        return None
-    return uri
 
 
 def check_app_file(app: str, deploy_mode: str) -> None:

@@ -25,7 +25,8 @@ from typing import Protocol
 
 from k8s_backend.cli.cluster_api import Connector, Permission, official_connection, preflight
 from k8s_backend.cli.console import Console
-from k8s_backend.cli.submission import LOCAL_SCHEME, Submission, local_path, split_list
+from k8s_backend.cli.submission import Submission
+from k8s_backend.cli.uris import LOCAL_SCHEME, local_path, split_list
 from k8s_backend.kube.masters import MasterKind
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS
 from k8s_backend.pods.auth_secret import executors_need_auth_secret

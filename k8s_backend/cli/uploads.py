@@ -26,14 +26,17 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 import attrs
 
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.errors import UsageError
-from k8s_backend.cli.submission import LOCAL_SCHEME, UPLOAD_PATH_KEY, Submission, local_path, split_list
+from k8s_backend.cli.uris import LOCAL_SCHEME, UPLOAD_PATH_KEY, local_path, split_list
+
+if TYPE_CHECKING:  # submission.py stages uploads through this module
+    from k8s_backend.cli.submission import Submission
 
 UPLOAD_DIR_PREFIX = "spark-upload-"
 # The lists uploaded, with the flag that names each in messages; archives may carry a #alias.
