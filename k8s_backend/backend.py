@@ -200,6 +200,7 @@ class KubernetesClusterSchedulerBackend:
         steps += [
             parts.allocator.start,
             lambda: parts.allocator.set_total_expected_executors({0: self._scaling.initial_target}),
+            lambda: parts.monitor.target(self._scaling.initial_target),
             parts.lifecycle.start,
             parts.monitor.start,
             self._start_progress,
@@ -248,6 +249,7 @@ class KubernetesClusterSchedulerBackend:
             if total < 0:
                 raise ValueError(f"resource profile {profile_id}: a target cannot be negative ({total})")
         self.parts.allocator.set_total_expected_executors(dict(targets), profiles)
+        self.parts.monitor.target(sum(targets.values()))
         return True
 
     def kill_executors(self, executor_ids: Sequence[str]) -> bool:

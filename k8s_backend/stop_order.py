@@ -6,7 +6,9 @@ Deletes that still fail are retried in the background (a short API outage at sto
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
@@ -14,6 +16,7 @@ import attrs
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.executor_ops import ExecutorOperations
+from k8s_backend.executors.monitor import ExecutorMonitor
 from k8s_backend.kube.labels import app_selector, executor_selector
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
@@ -26,10 +29,13 @@ from k8s_backend.kube.port import (
     KubernetesApi,
     is_retryable,
 )
+from k8s_backend.report import render_html
 from k8s_backend.scheduling import Scheduler
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.stop_sequence import Step, StopSequence
+
+log = logging.getLogger(__name__)
 
 DELETE_STEPS = (
     "delete the driver services",
@@ -70,13 +76,15 @@ def build_stop_sequence(
     has_auth_secret: bool = False,
     delete_heartbeat: Callable[[], None] | None = None,
     stop_metrics: Callable[[], None] | None = None,
+    write_timeline: Callable[[], None] | None = None,
 ) -> StopSequence:
     """``delete_heartbeat``: stops and deletes a client-mode driver's heartbeat Lease, after the executors
     (deleted earlier, it would make them look orphaned to ``k8s-backend gc`` while they still run).
     ``operations``: given when executors may exit by themselves first (a driver told them to stop);
     ``scheduler``: given when the backend owns it (its threads are stopped); ``owns_api``: the client is
     closed once the last background retry ends. ``stop_metrics``: stops the metrics server, first (its
-    port is closed when stop() returns, even if a delete then hangs)."""
+    port is closed when stop() returns, even if a delete then hangs). ``write_timeline``: writes the
+    executor timeline once nothing changes any more, before the deletes (which a hung API may delay)."""
     steps = _stop_steps(
         conf,
         app_id,
@@ -89,6 +97,9 @@ def build_stop_sequence(
         has_pod_group=has_pod_group,
         has_auth_secret=has_auth_secret,
     )
+    if write_timeline is not None:
+        after = next(i for i, (name, _) in enumerate(steps) if name == "stop the allocator") + 1
+        steps.insert(after, ("write the executor timeline", write_timeline))
     if stop_metrics is not None:
         steps.insert(0, ("stop the metrics server", stop_metrics))
     if delete_heartbeat is not None:
@@ -159,3 +170,22 @@ def _stop_steps(
     if has_pod_group:
         steps.append(("delete the PodGroup", delete(POD_GROUPS, app)))
     return steps
+
+
+def timeline_writer(path: str, monitor: ExecutorMonitor, title: str) -> Callable[[], None]:
+    """The stop step that writes the executor timeline to ``path`` (a failure is logged, not raised:
+    a report must not keep the cleanup from going on)."""
+
+    def write() -> None:
+        page = render_html(monitor.timeline(title))
+        target = Path(path)
+        partial = target.with_name(target.name + ".partial")
+        try:
+            partial.write_text(page, encoding="utf-8")
+            partial.replace(target)  # a reader never sees half a page
+        except OSError as error:
+            log.warning("Could not write the executor timeline to %s: %s", path, error)
+            return
+        log.info("Wrote the executor timeline to %s", path)
+
+    return write

@@ -45,7 +45,7 @@ from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSour
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 from k8s_backend.start_plan import driver_heartbeat, gang_start, heartbeat_lease, start_plan
-from k8s_backend.stop_order import Sources, build_stop_sequence
+from k8s_backend.stop_order import Sources, build_stop_sequence, timeline_writer
 
 if TYPE_CHECKING:  # prometheus_client is loaded only when metrics are on
     from k8s_backend.metrics import BackendMonitoring
@@ -267,6 +267,11 @@ def _parts(
         has_auth_secret=app.plan.auth_secret is not None,
         delete_heartbeat=None if heartbeat is None else heartbeat.delete,
         stop_metrics=None if monitoring is None else monitoring.server.stop,
+        write_timeline=None
+        if app.conf.report_timeline is None
+        else timeline_writer(
+            app.conf.report_timeline, monitor, f"{app.conf.app_name} ({app.app_id}): executor timeline"
+        ),
     )
     parts = BackendParts(
         store=store,
@@ -311,12 +316,14 @@ def _monitor(
         stuck_timeout=conf.lifecycle.stuck_timeout,
         image_pull_timeout=conf.lifecycle.image_pull_fail_timeout or None,
     )
+    driver = runtime.driver
     return ExecutorMonitor(
         tracker,
         store,
         runtime.clock,
         interval=conf.snapshots.event_processing_interval,
         on_application_failed=failures.report,
+        registered_ids=None if driver is None else driver.registered_executors,
     )
 
 

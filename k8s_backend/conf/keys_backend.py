@@ -309,4 +309,14 @@ METRICS_KEYS: tuple[Key, ...] = (
         check=not_empty(),
         has_spark_entry=False,
     ),
+    Key(
+        "spark.kubernetes.report.timeline",
+        Kind.STRING,
+        None,
+        "At `stop()`, write the executor timeline to this file: self-contained HTML, one row of spans "
+        "per executor, the target and markers (see the README's Executor timeline).",
+        field="report_timeline",
+        check=not_empty(),
+        has_spark_entry=False,
+    ),
 )

@@ -250,6 +250,7 @@ class KubernetesConf:
     gang: GangConf = GangConf()
     metrics_port: int = 0  # spark.kubernetes.metrics.port: Prometheus metrics on this port; 0: off
     metrics_host: str = "127.0.0.1"  # spark.kubernetes.metrics.host
+    report_timeline: str | None = None  # spark.kubernetes.report.timeline: HTML written at stop()
     progress_interval: float = 1.0  # spark.kubernetes.progress.interval: the progress line; 0: off
     spark_properties: FrozenDict = attrs.field(
         factory=FrozenDict, converter=freeze, repr=lambda props: repr(redacted(props))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from k8s_backend.executors.pod_reasons import PendingReason
 from k8s_backend.executors.states import ExecutorState
 from k8s_backend.executors.tracker import ExecutorStuck, ExecutorTracker, ImagePullFailed
+from k8s_backend.report import Move, Timeline, TimelineLog
 from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import SnapshotsStore
@@ -32,8 +33,13 @@ class ExecutorMonitor:
         *,
         interval: float = 1.0,
         on_application_failed: Callable[[str], None] | None = None,
+        registered_ids: Callable[[], Iterable[str]] | None = None,
     ) -> None:
+        """``registered_ids``: the executor ids the driver has registered (their times go into the
+        timeline)."""
         self._tracker = tracker
+        self._registered_ids = registered_ids
+        self._timeline = TimelineLog(started_at=clock.now())
         self._store = store
         self._clock = clock
         self._interval = interval
@@ -46,8 +52,11 @@ class ExecutorMonitor:
         self._store.add_subscriber(self._interval, self.on_batch)
 
     def on_batch(self, batch: SnapshotBatch) -> None:
+        registered = list(self._registered_ids()) if self._registered_ids is not None else []
         with self._lock:
-            notices = self._tracker.on_batch(batch, self._clock.now())
+            now = self._clock.now()
+            notices = self._tracker.on_batch(batch, now)
+            self._timeline.registered((int(i) for i in registered if str(i).isdigit()), now)
         for notice in notices:
             if isinstance(notice, ExecutorStuck):
                 self.stuck_notices.append(notice)
@@ -79,11 +88,38 @@ class ExecutorMonitor:
         ids = [int(i) for i in executor_ids if str(i).isdigit()]
         with self._lock:
             self._tracker.killed(ids, self._clock.now())
+            self._timeline.marker(self._clock.now(), "kill", f"the driver killed executors {_ids(ids)}")
 
     def decommissioning(self, executor_ids: Iterable[str]) -> None:
         ids = [int(i) for i in executor_ids if str(i).isdigit()]
         with self._lock:
             self._tracker.decommissioning(ids, self._clock.now())
+            self._timeline.marker(self._clock.now(), "decommission", f"decommissioning {_ids(ids)}")
+
+    def target(self, total: int) -> None:
+        """The driver asked for ``total`` executors (all profiles)."""
+        with self._lock:
+            self._timeline.target(self._clock.now(), total)
+
+    def api_error(self, text: str) -> None:
+        """An API call failed (a marker on the timeline)."""
+        with self._lock:
+            self._timeline.marker(self._clock.now(), "api-error", text)
+
+    def timeline(self, title: str) -> Timeline:
+        """Everything recorded so far, as a :class:`~k8s_backend.report.Timeline`."""
+        with self._lock:
+            histories = {
+                executor_id: [Move(t.time, t.target.value, t.reason) for t in history]
+                for executor_id, history in self._tracker.histories().items()
+            }
+            for executor_id, moves in histories.items():
+                record = self._tracker.record(executor_id)
+                waiting = record.pending_reason if record is not None else None
+                if waiting is not None and moves and moves[-1].state in ("requested", "pending"):
+                    # Still waiting: why is known now, not yet in the history (it is kept at the move on).
+                    moves[-1] = Move(moves[-1].time, moves[-1].state, moves[-1].reason or str(waiting))
+            return self._timeline.build(title, histories, now=self._clock.now())
 
     def lost(self, executor_id: int, detail: str) -> None:
         with self._lock:
@@ -110,3 +146,7 @@ class ExecutorMonitor:
     def summary(self) -> dict[str, object]:
         with self._lock:
             return self._tracker.summary(self._clock.now())
+
+
+def _ids(ids: list[int]) -> str:
+    return ", ".join(str(i) for i in ids) or "(none)"

@@ -245,6 +245,10 @@ class ExecutorTracker:
     def record(self, executor_id: int) -> ExecutorRecord | None:
         return self._records.get(executor_id)
 
+    def histories(self) -> dict[int, list[Transition[ExecutorState]]]:
+        """Every tracked executor's history (oldest first), by executor id."""
+        return {executor_id: record.history for executor_id, record in self._records.items()}
+
     def describe(self, executor_id: int) -> str:
         """The history on one line: ``requested 12:00:01, pending 12:00:02 (Unschedulable: ...), ...``."""
         record = self._records.get(executor_id)

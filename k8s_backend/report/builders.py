@@ -141,3 +141,39 @@ def from_pods(title: str, pods: Iterable[Obj], *, now: float) -> Timeline:
             continue
         histories[int(raw)] = pod_moves(pod)
     return from_histories(title, histories, now=now)
+
+
+class TimelineLog:
+    """What the backend notes for the timeline besides executor histories: target changes, markers
+    and the time each executor registered with the driver. Bounded, not thread-safe (its owner locks)."""
+
+    def __init__(self, *, started_at: float, limit: int = 10_000) -> None:
+        self._started_at = started_at
+        self._limit = limit
+        self._target: list[tuple[float, int]] = []
+        self._markers: list[Marker] = []
+        self._registered: dict[int, float] = {}
+
+    def target(self, when: float, total: int) -> None:
+        if not self._target or self._target[-1][1] != total:
+            self._target.append((when, total))
+            del self._target[: -self._limit]
+
+    def marker(self, when: float, kind: str, text: str) -> None:
+        self._markers.append(Marker(when, kind, text))
+        del self._markers[: -self._limit]
+
+    def registered(self, executor_ids: Iterable[int], when: float) -> None:
+        for executor_id in executor_ids:
+            self._registered.setdefault(executor_id, when)
+
+    def build(self, title: str, histories: Mapping[int, Sequence[Move]], *, now: float) -> Timeline:
+        return from_histories(
+            title,
+            histories,
+            now=now,
+            start=self._started_at,
+            registered_at=self._registered,
+            target=self._target,
+            markers=self._markers,
+        )

@@ -83,3 +83,82 @@ def test_a_killed_and_an_unschedulable_executor_show_in_a_real_browser(tmp_path:
     assert area(MARKER_COLOURS["kill"]) > area(COLOURS["terminating"]) / 2, "no kill marker"
     assert area(COLOURS["failed"]) > 20, "the end of the killed executor is not marked"
     assert len(counts) > 20, "a blank page"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_a_backend_runs_timeline_with_a_killed_and_an_unschedulable_executor(tmp_path: Path) -> None:
+    """The page stop() writes for a real backend run on the fake API, seen in the browser."""
+    import threading
+    from collections.abc import Mapping
+    from typing import Any
+
+    from PIL import Image
+
+    from k8s_backend import KubernetesClusterSchedulerBackend
+    from k8s_backend.kube.port import PODS
+    from k8s_backend.testing.fake import FakeKubernetes
+
+    class Driver:
+        registered: dict[str, float] = {}
+
+        def registered_executors(self) -> Mapping[str, float]:
+            return dict(self.registered)
+
+        def __getattr__(self, name: str) -> Any:
+            return lambda *args, **kwargs: None
+
+    def until(predicate: Any) -> None:
+        pause = threading.Event()
+        for _ in range(6000):
+            if predicate():
+                return
+            pause.wait(0.01)
+        raise AssertionError("condition not reached")
+
+    page = tmp_path / "run.html"
+    fake, driver = FakeKubernetes(), Driver()
+    backend = KubernetesClusterSchedulerBackend.create(
+        {
+            "spark.kubernetes.container.image": "spark:4.3.0",
+            "spark.executor.instances": "2",
+            "spark.kubernetes.allocation.batch.delay": "200ms",
+            "spark.kubernetes.executor.eventProcessingInterval": "200ms",
+            "spark.kubernetes.report.timeline": str(page),
+        },
+        app_id="app-browser",
+        driver_url="spark://CoarseGrainedScheduler@d:7078",
+        api=fake,
+        driver=driver,  # type: ignore[arg-type]
+    )
+    backend.start()
+    monitor = backend.parts.monitor
+    try:
+        until(lambda: len(fake.objects(PODS, "default")) == 2)
+        names = sorted(p["metadata"]["name"] for p in fake.objects(PODS, "default"))
+        fake.patch_status(PODS, "default", names[0], {"phase": "Running"})
+        unschedulable = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient memory.",
+        }
+        fake.patch_status(PODS, "default", names[1], {"phase": "Pending", "conditions": [unschedulable]})
+        driver.registered = {"1": 0.0}
+        until(lambda: monitor.timeline("t").executors[0].spans[-1].kind == "registered")
+        until(lambda: "Unschedulable" in monitor.timeline("t").executors[1].spans[-1].detail)
+        threading.Event().wait(0.5)  # not a sync point: gives the spans some width to look at
+        backend.kill_executors(["1"])
+        until(lambda: monitor.timeline("t").executors[0].spans[-1].kind == "terminating")
+        threading.Event().wait(0.3)
+    finally:
+        backend.stop()
+    html = page.read_text()
+    assert "Unschedulable: 0/3 nodes are available: 3 Insufficient memory." in html
+    assert "the driver killed executors 1" in html
+    image = Image.open(screenshot(page, tmp_path / "run.png", tmp_path)).convert("RGB")
+    counts: dict[object, int] = {}
+    for count, pixel in image.getcolors(maxcolors=image.width * image.height) or []:
+        counts[pixel] = count
+    for kind in ("pending", "registered", "terminating"):
+        assert counts.get(rgb(COLOURS[kind]), 0) > 50, f"no {kind} span in the screenshot"
+    assert counts.get(rgb(MARKER_COLOURS["kill"]), 0) > 0, "no kill marker in the screenshot"
