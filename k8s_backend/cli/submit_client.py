@@ -30,6 +30,7 @@ from k8s_backend.cli.uris import LOCAL_SCHEME, local_path, split_list
 from k8s_backend.kube.masters import MasterKind
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS
 from k8s_backend.pods.auth_secret import executors_need_auth_secret
+from k8s_backend.signals import TERMINATING_SIGNALS, Terminated, signals_held
 
 
 class DriverRuntime(Protocol):
@@ -110,21 +111,12 @@ def run_client(
         try:
             return run_script(app, sub.app_args, py_files, console)
         finally:
-            with _signals_held():  # the cleanup that removes the executors must not be cut short
+            with signals_held():  # the cleanup that removes the executors must not be cut short
                 runtime.stop()
 
 
-# What a scheduler, CI runner or `timeout` sends to stop a job: each ends the script as Ctrl-C does, so
-# the SparkContext is stopped and its executor pods are deleted instead of left behind.
-TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-
-class Terminated(BaseException):
-    """The driver process was told to stop by a signal; raised in the script's thread."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"terminated by {signal.Signals(signum).name}")
-        self.signum = signum
+# What a scheduler, CI runner or `timeout` sends to stop a job (SIGTERM, SIGHUP) ends the script as
+# Ctrl-C does (k8s_backend.signals), so the SparkContext is stopped and its executor pods are deleted.
 
 
 @contextmanager
@@ -146,21 +138,6 @@ def _termination_raises(console: Console) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Ignore SIGTERM, SIGHUP and SIGINT while the cleanup runs (a second Ctrl-C must not leak pods)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held = (*TERMINATING_SIGNALS, signal.SIGINT)
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in held}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def run_script(app: str, args: Sequence[str], py_files: Sequence[str], console: Console) -> int:
     """Run ``app`` as ``__main__`` (like ``python app ARGS``); returns the exit code it asked for."""
     with _script_environment(app, args, py_files):
@@ -168,10 +145,10 @@ def run_script(app: str, args: Sequence[str], py_files: Sequence[str], console: 
             runpy.run_path(app, run_name="__main__")
         except SystemExit as done:
             return exit_code(done.code, console)
+        except Terminated as stopped:  # a KeyboardInterrupt too: before it
+            return 128 + stopped.signum
         except KeyboardInterrupt:
             return 130
-        except Terminated as stopped:
-            return 128 + stopped.signum
         except BaseException:
             traceback.print_exc()
             return 1

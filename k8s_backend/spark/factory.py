@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from k8s_backend.signals import signals_held
 from k8s_backend.spark.bridge import (
     DEFAULT_STOP_TIMEOUT,
     BackendHooks,
@@ -23,7 +24,6 @@ from k8s_backend.spark.bridge import (
     PythonBackendCallbacks,
 )
 from k8s_backend.spark.master import MasterKind, PyK8sMaster, is_pyk8s, parse_master
-from k8s_backend.spark.signals import signals_held
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ class BackendFactory:
         """At interpreter exit: stop a running ``pyk8s://`` SparkContext, then any backend left over.
 
         Also after an exception in the driver script, and after SIGTERM or SIGHUP
-        (:func:`k8s_backend.spark.signals.exit_on_termination`). Those signals and SIGINT are ignored
+        (:func:`k8s_backend.signals.exit_on_termination`). Those signals and SIGINT are ignored
         meanwhile: a second one must not cut the cleanup short.
         """
         with signals_held():

@@ -13,11 +13,11 @@ import logging
 import os
 from typing import Any
 
+from k8s_backend.signals import exit_on_termination
 from k8s_backend.spark.factory import BackendFactory, local_defaults
 from k8s_backend.spark.gateway import install_factory, launch
 from k8s_backend.spark.jar import bridge_jar
 from k8s_backend.spark.master import MasterKind, is_pyk8s, parse_master
-from k8s_backend.spark.signals import exit_on_termination
 
 log = logging.getLogger(__name__)
 

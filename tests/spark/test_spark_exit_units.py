@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from py4j.protocol import Py4JNetworkError
 
+from k8s_backend.signals import Terminated, exit_on_termination, raise_terminated, signals_held
 from k8s_backend.spark.bridge import JvmDriverEndpoint, PythonBackendCallbacks
 from k8s_backend.spark.factory import jvm_unreachable
-from k8s_backend.spark.signals import Terminated, exit_on_termination, raise_terminated, signals_held
 
 WAIT = 10.0
 

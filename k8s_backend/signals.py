@@ -1,5 +1,8 @@
 """SIGTERM and SIGHUP end a ``pyk8s://`` driver the way Ctrl-C does, so that its cleanup runs.
 
+Used by the PySpark integration (:mod:`k8s_backend.spark`) and by ``k8s-backend submit``; it imports
+nothing of pyspark.
+
 By default those signals kill Python on the spot: no ``finally`` block and no ``atexit`` function runs, so
 the backend never deletes its executor pods and ConfigMaps, and the driver JVM (which exits when its
 Python parent does) can no longer reach the Python backend to stop it. :func:`exit_on_termination` makes
