@@ -7,20 +7,17 @@ is counted here is what a caller saw, once those retries were spent.
 
 from __future__ import annotations
 
-import builtins
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from k8s_backend.kube.delegate import DelegatingKubernetesApi
 from k8s_backend.kube.port import (
-    MERGE_PATCH,
     PODS,
     ApiError,
     ConflictError,
     KubernetesApi,
-    Obj,
-    ObjectList,
     Resource,
     WatchEvent,
     WatchStream,
@@ -48,19 +45,15 @@ def creation_result(error: BaseException | None) -> str:
     return "retryable" if is_retryable(error) else "refused"
 
 
-class InstrumentedKubernetesApi:
+class InstrumentedKubernetesApi(DelegatingKubernetesApi):
     """Any :class:`KubernetesApi`, with ``k8s_backend_api_requests_total`` and its latency histogram."""
 
     def __init__(self, api: KubernetesApi, metrics: BackendMetrics) -> None:
-        self.wrapped = api
+        super().__init__(api)
         self._metrics = metrics
         self._clock: Callable[[], float] = time.perf_counter
 
-    def __getattr__(self, name: str) -> Any:
-        # Adapter extras beyond the port (FakeKubernetes' objects(), a client's pod_log) pass through.
-        return getattr(self.wrapped, name)
-
-    def _call(self, verb: str, resource: Resource, call: Callable[[], _T]) -> _T:
+    def around(self, verb: str, resource: Resource, call: Callable[[], _T]) -> _T:
         started = self._clock()
         code = SUCCESS_CODES.get(verb, "200")
         error: BaseException | None = None
@@ -77,33 +70,6 @@ class InstrumentedKubernetesApi:
     def _count(self, verb: str, resource: Resource, code: str, started: float) -> None:
         self._metrics.api_latency.labels(verb, resource.plural).observe(self._clock() - started)
         self._metrics.api_requests.labels(verb, resource.plural, code).inc()
-
-    def create(self, resource: Resource, namespace: str | None, body: Obj) -> Obj:
-        return self._call("create", resource, lambda: self.wrapped.create(resource, namespace, body))
-
-    def get(self, resource: Resource, namespace: str | None, name: str) -> Obj:
-        return self._call("get", resource, lambda: self.wrapped.get(resource, namespace, name))
-
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None,
-        *,
-        label_selector: str = "",
-        field_selector: str = "",
-        resource_version: str | None = None,
-    ) -> ObjectList:
-        return self._call(
-            "list",
-            resource,
-            lambda: self.wrapped.list(
-                resource,
-                namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                resource_version=resource_version,
-            ),
-        )
 
     def watch(
         self,
@@ -134,60 +100,6 @@ class InstrumentedKubernetesApi:
         self._metrics.api_latency.labels("watch", resource.plural).observe(self._clock() - started)
         requests = self._metrics.api_requests
         return _CountedStream(stream, lambda code: requests.labels("watch", resource.plural, code).inc())
-
-    def patch(
-        self,
-        resource: Resource,
-        namespace: str | None,
-        name: str,
-        patch: Obj | builtins.list[Obj],
-        *,
-        patch_type: str = MERGE_PATCH,
-    ) -> Obj:
-        return self._call(
-            "patch",
-            resource,
-            lambda: self.wrapped.patch(resource, namespace, name, patch, patch_type=patch_type),
-        )
-
-    def delete(
-        self,
-        resource: Resource,
-        namespace: str | None,
-        name: str,
-        *,
-        grace_period_seconds: int | None = None,
-    ) -> None:
-        self._call(
-            "delete",
-            resource,
-            lambda: self.wrapped.delete(resource, namespace, name, grace_period_seconds=grace_period_seconds),
-        )
-
-    def delete_collection(
-        self,
-        resource: Resource,
-        namespace: str | None,
-        *,
-        label_selector: str = "",
-        field_selector: str = "",
-        grace_period_seconds: int | None = None,
-    ) -> None:
-        self._call(
-            "delete_collection",
-            resource,
-            lambda: self.wrapped.delete_collection(
-                resource,
-                namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                grace_period_seconds=grace_period_seconds,
-            ),
-        )
-
-    def close(self) -> None:
-        self.wrapped.close()
-
 
 
 class _CountedStream:
