@@ -19,7 +19,8 @@ from __future__ import annotations
 from k8s_backend.spark import hook
 from k8s_backend.spark.jar import BridgeJarError, UnsupportedPysparkError, bridge_jar
 from k8s_backend.spark.session import prepare, session
+from k8s_backend.spark.status import status
 
 hook.install()
 
-__all__ = ["BridgeJarError", "UnsupportedPysparkError", "bridge_jar", "prepare", "session"]
+__all__ = ["BridgeJarError", "UnsupportedPysparkError", "bridge_jar", "prepare", "session", "status"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from k8s_backend.spark.jar import BridgeJarError
+from k8s_backend.spark.status import FACTORY_ATTRIBUTE
 
 MANAGER_CLASS = "io.k8sbackend.bridge.PyK8sClusterManager"
 PROTOCOL_VERSION = 2  # must match PyK8sClusterManager.PROTOCOL_VERSION
@@ -85,6 +86,7 @@ def install_factory(gateway: Any, factory: Any) -> None:
     # Without the callback server, Spark's calls into Python fail with "Connection refused".
     ensure_callback_server_started(gateway)
     manager.install(factory)
+    setattr(gateway, FACTORY_ATTRIBUTE, factory)  # k8s_backend.spark.status() finds it from a session
 
 
 def set_default_master(gateway: Any, master: str, conf: Mapping[str, str] | None = None) -> None:
