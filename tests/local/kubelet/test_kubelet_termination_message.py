@@ -17,6 +17,7 @@ FAIL = "\n".join(
     (
         "import sys",
         "for i in range(100): print('line', i)",
+        "sys.stdout.flush()",  # stdout to a file is block-buffered: keep the lines before the error
         "print('ValueError: bad input', file=sys.stderr)",
         "sys.exit(2)",
     )
