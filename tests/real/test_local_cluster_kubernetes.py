@@ -38,14 +38,22 @@ def until(predicate: Callable[[], object], what: str, timeout: float = DEADLINE)
 
 
 def pids_of(paths: list[str]) -> list[int]:
+    """This process's children running one of ``paths``: another test run on the machine (a second clone
+    at once) may run the same cached binaries, and its processes are not ours to count."""
     found = []
     for info in process_table():
         try:
-            if os.readlink(f"/proc/{info.pid}/exe") in paths:
+            if os.readlink(f"/proc/{info.pid}/exe") in paths and _parent(info.pid) == os.getpid():
                 found.append(info.pid)
         except OSError:
             continue
     return found
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+        # The command name (field 2) is in parentheses and may hold spaces: split after it.
+        return int(handle.read().rsplit(")", 1)[1].split()[1])
 
 
 @pytest.fixture(scope="module")
