@@ -76,6 +76,14 @@ def crashable(cluster: LocalCluster) -> tuple[Any, ThreadScheduler]:
     return backend(cluster, conf(), scheduler=threads), threads
 
 
+def settled(backend: Any, count: int) -> bool:
+    """Every create the backend made has returned and its pod was seen: nothing is in flight. (A
+    create still in flight when crash() halts the allocator would be taken back, as stop() does; a
+    killed driver takes nothing back.)"""
+    allocator = backend.status()["allocator"]
+    return allocator["executor_id_counter"] == count and not allocator["newly_created"]
+
+
 def crash(dead: Any, threads: ThreadScheduler) -> None:
     """Stop a backend's threads without any cleanup, as a killed driver would."""
     dead.watch_source.stop()
@@ -88,7 +96,7 @@ def crash(dead: Any, threads: ThreadScheduler) -> None:
 def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(cluster: LocalCluster) -> None:
     first, threads = crashable(cluster)
     first.start()
-    assert cluster.wait_until(lambda: running(cluster, 2), 60)
+    assert cluster.wait_until(lambda: running(cluster, 2) and settled(first, 2), 60)
     crash(first, threads)
     before = set(executors(cluster))
 
@@ -108,7 +116,7 @@ def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(cluster
 def test_a_new_driver_deletes_executors_that_talk_to_the_old_one(cluster: LocalCluster) -> None:
     first, threads = crashable(cluster)
     first.start()
-    assert cluster.wait_until(lambda: running(cluster, 2), 60)
+    assert cluster.wait_until(lambda: running(cluster, 2) and settled(first, 2), 60)
     crash(first, threads)
     old = set(executors(cluster))
 
