@@ -385,4 +385,5 @@ def _allocator(
             on_creation_failed=on_creation_failed,
         ),
         failures=failures,
+        scheduler=runtime.scheduler,
     )

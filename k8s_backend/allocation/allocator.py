@@ -8,15 +8,21 @@ port. Every API call is guarded: a failed call is logged and the rest of the rou
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 
+import attrs
+
+from k8s_backend.allocation.adaptive import MAX_CONCURRENCY, BatchDecision
+from k8s_backend.allocation.create_batch import CreatePool, CreateResult
 from k8s_backend.allocation.create_retries import CreateRetries
 from k8s_backend.allocation.creator import ExecutorPodCreator, PodSpecBuilder, guarded
 from k8s_backend.allocation.driver_pod import fetch_driver_pod
 from k8s_backend.allocation.failures import ExecutorFailureTracker, FailureBudget
+from k8s_backend.allocation.pacing import FOLLOW_UP, BatchPacer
 from k8s_backend.allocation.pod_index import PodIndex
 from k8s_backend.allocation.policy import (
     AllocationPlan,
@@ -32,7 +38,8 @@ from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
 from k8s_backend.failures import FailureReporter, FailureSink
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, KubernetesApi
-from k8s_backend.scheduling import Clock
+from k8s_backend.kube.retry import caller_paces_throttling
+from k8s_backend.scheduling import Cancellable, Clock, Scheduler
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import SnapshotsStore
 
@@ -66,9 +73,11 @@ class ExecutorPodsAllocator:
         *,
         listeners: AllocatorListeners | None = None,
         failures: FailureReporter | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         """``failures``: where running out of ``spark.executor.maxNumFailures`` is reported (by default
-        nowhere but the log)."""
+        nowhere but the log). ``scheduler``: runs the early rounds of adaptive batches (without one, every
+        round waits for the store's next delivery)."""
         self._settings = settings
         self._api = api
         self._store = store
@@ -87,6 +96,13 @@ class ExecutorPodsAllocator:
             identity=identity,
         )
         self._retries = CreateRetries(clock, settings.batch_delay)
+        self._pacer = BatchPacer(
+            settings.adaptive, batch_size=settings.limits.batch_size, concurrency=settings.concurrency
+        )
+        self._pool = CreatePool(clock, max(MAX_CONCURRENCY, settings.concurrency))
+        self._scheduler = scheduler
+        self._follow_up: Cancellable | None = None
+        self._maximum_reached = False
         self._failures = FailureBudget(
             ExecutorFailureTracker(clock, settings.failures_validity_interval),
             settings.max_failures,
@@ -120,6 +136,10 @@ class ExecutorPodsAllocator:
         """Stop requesting and deleting pods; rounds still delivered afterwards do nothing."""
         with self._lock:
             self._stopped = True
+            follow_up, self._follow_up = self._follow_up, None
+        if follow_up is not None:
+            follow_up.cancel()
+        self._pool.shutdown()
 
     def stop(self) -> None:
         """Halt, then delete every executor pod of the application (Spark's stop(appId))."""
@@ -220,6 +240,8 @@ class ExecutorPodsAllocator:
                 "application_failed": self._failures.exhausted,
                 "stopped": self._stopped,
                 "create_retries": self._retries.status(),
+                "batches": self._pacer.status(),
+                "maximum_reached": self._maximum_reached,
             }
 
     # -- the round -----------------------------------------------------------------------------------
@@ -237,11 +259,15 @@ class ExecutorPodsAllocator:
             self._executor_id_counter = max(
                 self._executor_id_counter, max(known, default=0), self._index.max_executor_id
             )
+            now = self._clock.now()
+            pace = self._pacer.decision(now)
             inputs = RoundInput(
                 batch=batch,
                 targets=dict(self._targets),
-                now=self._clock.now(),
-                limits=self._limits,
+                now=now,
+                limits=self._limits
+                if pace.size == self._limits.batch_size
+                else attrs.evolve(self._limits, batch_size=pace.size),
                 newly_created=self._newly_created,
                 scheduler_known_newly_created=self._known_newly_created,
                 deleted=self._deleted,
@@ -251,10 +277,41 @@ class ExecutorPodsAllocator:
                 index=self._index,
             )
         plan = plan_round(inputs)
-        self._apply(plan, batch)
+        results = self._apply(plan, batch, pace)
         self._failures.check()
+        if self._pacer.adaptive:
+            self._pace_next_round(plan, pace, results)
 
-    def _apply(self, plan: AllocationPlan, batch: SnapshotBatch) -> None:
+    def _pace_next_round(
+        self, plan: AllocationPlan, pace: BatchDecision, results: list[CreateResult]
+    ) -> None:
+        """Adaptive batches: after a round that went well, the next one comes at once (as soon as the watch
+        can have delivered the new pods), not a whole batch delay later; after a Retry-After shorter than
+        the delay, when it passes."""
+        self._pacer.record(results, self._clock.now())
+        created = sum(1 for r in results if r.creation.created)
+        missing = sum(max(c.target - c.pod_count, 0) for c in plan.profiles) - created
+        if missing <= 0 or self._scheduler is None:
+            return
+        if not pace.may_create:
+            delay = pace.wait
+        elif self._pacer.fast:
+            delay = FOLLOW_UP
+        else:
+            return
+        if delay >= self._settings.batch_delay:
+            return  # the regular round comes first
+        with self._lock:
+            if self._stopped or self._follow_up is not None:
+                return
+            self._follow_up = self._scheduler.schedule(delay, self._run_follow_up)
+
+    def _run_follow_up(self) -> None:
+        with self._lock:
+            self._follow_up = None
+        self._store.notify_subscribers()
+
+    def _apply(self, plan: AllocationPlan, batch: SnapshotBatch, pace: BatchDecision) -> list[CreateResult]:
         with self._lock:
             self._newly_created = dict(plan.newly_created)
             self._known_newly_created = dict(plan.scheduler_known_newly_created)
@@ -288,16 +345,18 @@ class ExecutorPodsAllocator:
         with self._lock:
             may_request = not self._stopped
         may_request = may_request and not self._failures.exhausted and self._retries.may_create()
-        if plan.requests and may_request:
+        results: list[CreateResult] = []
+        if plan.requests and may_request and pace.may_create:
             if all_deleted:
                 pvcs_in_use = claim_names_in_use(batch)
                 for request in plan.requests:
-                    self._request_executors(request, pvcs_in_use)
+                    self._request_executors(request, pvcs_in_use, pace.concurrency, results)
             else:
                 # The plan counted on those deletions to free pending slots; decide again next round.
                 log.info("Not requesting executors this round: an excess pod deletion failed.")
         with self._lock:
             self._outstanding = plan.pending_unknown + pending_kept + len(self._newly_created)
+        return results
 
     def _delete_timed_out(self, executor_ids: tuple[int, ...]) -> None:
         log.warning(
@@ -333,7 +392,15 @@ class ExecutorPodsAllocator:
 
     # -- creating pods -------------------------------------------------------------------------------
 
-    def _request_executors(self, request: RequestExecutors, pvcs_in_use: frozenset[str]) -> None:
+    def _request_executors(
+        self,
+        request: RequestExecutors,
+        pvcs_in_use: frozenset[str],
+        concurrency: int,
+        results: list[CreateResult],
+    ) -> bool:
+        """Create the request's pods, ``concurrency`` in flight (1: in order, as Spark); results are appended
+        to ``results``. Returns False when the round must create nothing more."""
         log.info(
             "Going to request %d executors from Kubernetes for ResourceProfile Id: %d, target: %d, "
             "known: %d, sharedSlotFromPendingPods: %d.",
@@ -344,46 +411,91 @@ class ExecutorPodsAllocator:
             request.shared_slots,
         )
         reusable = self._creator.reusable_pvcs(pvcs_in_use)
-        for _ in range(request.count):
-            if self._creator.must_wait_for_pvc(reusable):
-                return
+        if reusable or self._pvc_policy.allocate_on_pvc:
+            concurrency = 1  # claims are handed out one create at a time
+        left = [request.count]
+        go_on = [True]
+        refused = [False]
+
+        def next_id() -> int | None:
+            if left[0] <= 0 or not go_on[0] or self._creator.must_wait_for_pvc(reusable):
+                return None
             if self._failures.exhausted or not self._retries.may_create():
-                return
+                go_on[0] = False
+                return None
             retry_id = self._retries.take_id(request.rp_id)
             with self._lock:
                 if self._stopped:
-                    return
+                    go_on[0] = False
+                    return None
                 if retry_id is None:
+                    if self._executor_id_counter >= self._settings.maximum:
+                        self._maximum_stops_allocation()
+                        go_on[0] = False
+                        return None
                     self._executor_id_counter += 1
-                executor_id = self._executor_id_counter if retry_id is None else retry_id
-                profile = self._profiles[request.rp_id]
-            creation = self._creator.create(executor_id, profile, reusable)
-            if creation.retryable:
-                # An API outage is not an executor failure: back off and ask again in a later round.
-                self._retries.failed(executor_id, request.rp_id, creation)
-                return
-            if not creation.created:
-                # Pod-creation errors count against spark.executor.maxNumFailures (SPARK-55075): a quota
-                # or permission problem must end the application instead of retrying forever. The rest
-                # of the batch waits for the next round.
-                self._failures.register_failure()
-                if self._listeners.on_creation_failed is not None:
-                    self._listeners.on_creation_failed(executor_id, request.rp_id, creation.error)
-                return
-            self._retries.succeeded()
-            with self._lock:
-                stopped = self._stopped
-                if not stopped:
-                    self._newly_created[executor_id] = NewRequest(
-                        request.rp_id, self._clock.now(), creation.resource_version
-                    )
-            if stopped:
-                # stop() ran while this create was in flight: its delete may already be done.
-                self._take_back(executor_id)
-                return
-            if self._listeners.on_executor_requested is not None:
-                self._listeners.on_executor_requested(executor_id, request.rp_id)
-            log.debug("Requested executor with id %d from Kubernetes.", executor_id)
+                left[0] -= 1
+                return self._executor_id_counter if retry_id is None else retry_id
+
+        profile = self._profiles[request.rp_id]
+
+        def create(executor_id: int) -> Any:
+            paced = caller_paces_throttling() if self._pacer.adaptive else contextlib.nullcontext()
+            with paced:
+                return self._creator.create(executor_id, profile, reusable)
+
+        def on_result(result: CreateResult) -> bool:
+            results.append(result)
+            if not self._record(result.executor_id, request.rp_id, result.creation, refused):
+                go_on[0] = False
+            return go_on[0]
+
+        self._pool.run(next_id, create, on_result, concurrency)
+        return go_on[0]
+
+    def _maximum_stops_allocation(self) -> None:
+        if not self._maximum_reached:
+            self._maximum_reached = True
+            log.warning(
+                "Not creating more executor pods: this application has created %d, the most "
+                "spark.kubernetes.allocation.maximum allows. Raise it to let executors be replaced.",
+                self._settings.maximum,
+            )
+
+    def _record(self, executor_id: int, rp_id: int, creation: Any, refused: list[bool]) -> bool:
+        """Record what became of one create (on the round's thread); False: create no more this round."""
+        if creation.retryable:
+            # An API outage is not an executor failure: back off and ask again in a later round. Creates
+            # in flight together make the backoff grow once, not once each.
+            if refused[0]:
+                self._retries.requeue(executor_id, rp_id, creation)
+            else:
+                refused[0] = True
+                self._retries.failed(executor_id, rp_id, creation)
+            return False
+        if not creation.created:
+            # Pod-creation errors count against spark.executor.maxNumFailures (SPARK-55075): a quota
+            # or permission problem must end the application instead of retrying forever. The rest
+            # of the batch waits for the next round.
+            self._failures.register_failure()
+            if self._listeners.on_creation_failed is not None:
+                self._listeners.on_creation_failed(executor_id, rp_id, creation.error)
+            return False
+        self._retries.succeeded()
+        with self._lock:
+            stopped = self._stopped
+            if not stopped:
+                self._newly_created[executor_id] = NewRequest(
+                    rp_id, self._clock.now(), creation.resource_version
+                )
+        if stopped:
+            # stop() ran while this create was in flight: its delete may already be done.
+            self._take_back(executor_id)
+            return False
+        if self._listeners.on_executor_requested is not None:
+            self._listeners.on_executor_requested(executor_id, rp_id)
+        log.debug("Requested executor with id %d from Kubernetes.", executor_id)
+        return True
 
     def _take_back(self, executor_id: int) -> None:
         selector = executor_selector(self._app_id, executor_ids=[executor_id])

@@ -110,6 +110,13 @@ class CreateRetries:
             )
         return delay
 
+    def requeue(self, executor_id: int, rp_id: int, creation: Creation) -> None:
+        """Another transient error of the same round (creates in flight together): ask again for its id
+        later, without counting it as one more error in a row (the backoff grows once per round)."""
+        if creation.reuse_id:
+            with self._lock:
+                self._ids[executor_id] = rp_id
+
     def succeeded(self) -> None:
         """A create worked: the outage, if any, is over."""
         now = self._clock.now()

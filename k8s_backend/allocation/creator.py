@@ -70,6 +70,7 @@ class Creation:
     reuse_id: bool = False
     retry_after: float | None = None
     resource_version: int | None = None  # the created (or adopted) pod's, when ``created``
+    status: int = 0  # the refusal's HTTP status (0: none, e.g. a timeout)
 
 
 CREATED = Creation(True)
@@ -80,7 +81,14 @@ def _failed(error: str = "") -> Creation:
 
 
 def _transient(error: ApiError, *, reuse_id: bool) -> Creation:
-    return Creation(False, str(error), retryable=True, reuse_id=reuse_id, retry_after=error.retry_after)
+    return Creation(
+        False,
+        str(error),
+        retryable=True,
+        reuse_id=reuse_id,
+        retry_after=error.retry_after,
+        status=error.status or 0,
+    )
 
 
 def _name(obj: Obj) -> str:
@@ -122,9 +130,7 @@ class ExecutorPodCreator:
         if not self._pvc_policy.lists_pvcs(self._driver_pod is not None):
             return []
         try:
-            listed = self._api.list(
-                PVCS, self._namespace, label_selector=app_selector(self._app_id)
-            ).items
+            listed = self._api.list(PVCS, self._namespace, label_selector=app_selector(self._app_id)).items
         except ApiError as error:
             log.info("Cannot list PVC resources. Please check account permissions. (%s)", error)
             return []

@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection
 
 import attrs
 
+from k8s_backend.allocation.adaptive import AdaptiveSettings
 from k8s_backend.allocation.policy import AllocationLimits
 from k8s_backend.allocation.pvcs import PvcReusePolicy
 from k8s_backend.conf.model import KubernetesConf, ResourceProfile
@@ -25,9 +26,22 @@ class AllocatorSettings:
     max_failures: int = 3  # spark.executor.maxNumFailures
     failures_validity_interval: float | None = None  # spark.executor.failuresValidityInterval
     delete_on_termination: bool = True  # spark.kubernetes.executor.deleteOnTermination
+    maximum: int = 2**31 - 1  # spark.kubernetes.allocation.maximum: executor ids handed out, at most
+    adaptive: AdaptiveSettings | None = None  # spark.kubernetes.allocation.batch.adaptive (None: off)
+    concurrency: int = 1  # creates in flight with fixed batches (...allocation.batch.concurrency)
 
     @classmethod
     def from_conf(cls, conf: KubernetesConf) -> AllocatorSettings:
+        allocation = conf.allocation
+        adaptive = (
+            AdaptiveSettings(
+                initial=allocation.batch_size,
+                batch_delay=allocation.batch_delay,
+                concurrency=allocation.concurrency,
+            )
+            if allocation.adaptive
+            else None
+        )
         return cls(
             namespace=conf.namespace,
             default_profile=conf.executor.default_profile,
@@ -37,6 +51,9 @@ class AllocatorSettings:
             max_failures=conf.max_executor_failures,
             failures_validity_interval=conf.lifecycle.failures_validity_interval,
             delete_on_termination=conf.lifecycle.delete_on_termination,
+            maximum=allocation.maximum,
+            adaptive=adaptive,
+            concurrency=max(1, allocation.concurrency),
         )
 
 

@@ -52,6 +52,26 @@ ALLOCATION_KEYS: tuple[Key, ...] = (
         check=greater_than(0.1, "must be greater than 0.1s"),
     ),
     Key(
+        "spark.kubernetes.allocation.batch.adaptive",
+        Kind.BOOL,
+        "false",
+        "Adaptive batches: `batch.size` is the first round's size; the batch grows while creates succeed "
+        "quickly and shrinks (halves) on 429, 5xx, timeouts or rising latency, honouring Retry-After. A "
+        "round whose creates all succeeded quickly starts the next without waiting out `batch.delay`.",
+        field="allocation.adaptive",
+        has_spark_entry=False,
+    ),
+    Key(
+        "spark.kubernetes.allocation.batch.concurrency",
+        Kind.INT,
+        "0",
+        "Most pod creates in flight at once within a round. 0: automatic (1, as Spark, with fixed batches; "
+        "up to 16 with adaptive batches, fewer while the API pushes back).",
+        field="allocation.concurrency",
+        check=at_least(0, "must be 0 (automatic) or a positive number of creates in flight"),
+        has_spark_entry=False,
+    ),
+    Key(
         "spark.kubernetes.allocation.maxPendingPods",
         Kind.INT,
         INT_MAX,

@@ -92,6 +92,8 @@ class AllocationConf:
     executor_timeout: float = 600.0
     driver_readiness_timeout: float = 1.0
     maximum: int = 2**31 - 1  # spark.kubernetes.allocation.maximum: pods created over the app's life
+    adaptive: bool = False  # spark.kubernetes.allocation.batch.adaptive
+    concurrency: int = 0  # spark.kubernetes.allocation.batch.concurrency (0: automatic)
 
     @property
     def pod_creation_timeout(self) -> float:
