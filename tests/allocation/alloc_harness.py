@@ -119,6 +119,7 @@ class Harness:
             self.clock,
             listeners=AllocatorListeners(known_executor_ids=lambda: frozenset(self.known)),
             failures=self.failure_sink,
+            scheduler=self.scheduler,
         )
         if start:
             self.start()
