@@ -78,6 +78,8 @@ class DriverHeartbeat:
         self._stopped = False
         self.renewals = 0
         self.failed_renewals = 0
+        self.lease: Obj | None = None  # as the server last answered (its uid owns the executor ConfigMap)
+        self.owns_config_map = False  # the ConfigMap names the Lease as owner: deleting the Lease collects it
 
     @property
     def interval(self) -> float:
@@ -109,10 +111,10 @@ class DriverHeartbeat:
             now=now,
         )
         try:
-            self._api.create(LEASES, self._namespace, body)
+            self.lease = self._api.create(LEASES, self._namespace, body)
         except ConflictError:
             # An earlier driver of the same application id (whose pods recovery may adopt) left it.
-            self._api.patch(LEASES, self._namespace, self.lease_name, {"spec": body["spec"]})
+            self.lease = self._api.patch(LEASES, self._namespace, self.lease_name, {"spec": body["spec"]})
 
     def renew(self) -> None:
         """Move ``renewTime`` to now; recreate the Lease if it is gone. Failures are logged, never raised."""

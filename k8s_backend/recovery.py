@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from k8s_backend.kube.labels import executor_selector
+from k8s_backend.kube.labels import SPARK_EXECUTOR_INACTIVE_LABEL, executor_selector
 from k8s_backend.kube.port import PODS, ApiError, KubernetesApi, NotFoundError, Obj
 from k8s_backend.snapshots.states import PodPhase, PodStateRules, executor_id_of
 from k8s_backend.snapshots.store import SnapshotsStore
@@ -61,6 +61,12 @@ def matches(pod: Obj, *, driver_url: str, image: str | None, container_name: str
     return image is None or container.get("image") == image
 
 
+def is_active(pod: Obj) -> bool:
+    """Not marked inactive by the driver (the watch and polling sources leave such pods out)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return labels.get(SPARK_EXECUTOR_INACTIVE_LABEL) != "true"
+
+
 def plan_recovery(
     pods: Sequence[Obj],
     *,
@@ -95,10 +101,13 @@ def plan_recovery(
 
 @attrs.frozen
 class RecoveryReport:
+    """``resource_version``: the list's; the watch starts from it instead of listing again."""
+
     adopted: int
     deleted: int
     next_executor_id: int
     failed_deletes: tuple[str, ...] = ()
+    resource_version: str | None = None
 
 
 def recover(
@@ -141,9 +150,17 @@ def recover(
         except Exception as error:
             log.warning("Recovery could not delete executor pod %s: %s", name, error)
             failed.append(name)
-    if plan.adopt:
-        store.replace_snapshot(list(plan.adopt), listed.resource_version)
-    report = RecoveryReport(len(plan.adopt), len(doomed) - len(failed), plan.next_executor_id, tuple(failed))
+    # Always, even with nothing adopted: this list is the store's first full view (the watch source
+    # starts from its version instead of taking one of its own). Inactive pods are left out, as the
+    # watch's selector leaves them out.
+    store.replace_snapshot([p for p in plan.adopt if is_active(p)], listed.resource_version)
+    report = RecoveryReport(
+        len(plan.adopt),
+        len(doomed) - len(failed),
+        plan.next_executor_id,
+        tuple(failed),
+        listed.resource_version,
+    )
     if listed.items:
         log.info(
             "Recovered application %s: adopted %d executor pods, deleted %d, next executor id %d",

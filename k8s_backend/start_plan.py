@@ -16,9 +16,11 @@ from k8s_backend.failures import FailureSink
 from k8s_backend.gang.start import GangStart
 from k8s_backend.heartbeat import DriverHeartbeat, default_holder
 from k8s_backend.kube.leases import heartbeat_lease_for
-from k8s_backend.kube.port import KubernetesApi
+from k8s_backend.kube.port import KubernetesApi, Obj
+from k8s_backend.pods.objects import owner_reference
 from k8s_backend.recovery import recover
 from k8s_backend.scheduling import Clock, Scheduler
+from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 
 
 def heartbeat_lease(conf: KubernetesConf, app_id: str) -> str | None:
@@ -46,6 +48,23 @@ def driver_heartbeat(
     )
 
 
+def config_map_follows_lease(app: Application) -> bool:
+    """Whether a client-mode driver's executor ConfigMap is owned by its heartbeat Lease, as a driver pod
+    owns it in cluster mode: the Lease's delete at stop then collects it (one request fewer). Not when
+    executors are kept at stop (``deleteOnTermination=false``): their ConfigMap is kept then too."""
+    return app.conf.lifecycle.delete_on_termination and not app.conf.driver.pod_name
+
+
+def owned_by_lease(config_map: Obj, heartbeat: DriverHeartbeat) -> Obj:
+    """The ConfigMap with the Lease (created just before) as its owner; unchanged if the Lease has no uid."""
+    lease = heartbeat.lease
+    if lease is None or not (lease.get("metadata") or {}).get("uid"):
+        return config_map
+    heartbeat.owns_config_map = True
+    metadata = {**(config_map.get("metadata") or {}), "ownerReferences": [owner_reference(lease)]}
+    return {**config_map, "metadata": metadata}
+
+
 def start_plan(
     app: Application, api: KubernetesApi, parts: BackendParts, heartbeat: DriverHeartbeat | None
 ) -> StartPlan:
@@ -64,7 +83,21 @@ def start_plan(
             delete_finished=conf.lifecycle.delete_on_termination,
         )
         parts.operations.delete_pods_eventually(report.failed_deletes)
+        if isinstance(parts.watch_source, ExecutorPodsWatchSnapshotSource):
+            parts.watch_source.seed(report.resource_version)  # recovery's list serves the watch too
         return report.next_executor_id
+
+    start_heartbeat: Callable[[], object] | None = None if heartbeat is None else heartbeat.start
+    config_map = app.plan.config_map
+    if heartbeat is not None and config_map is not None and config_map_follows_lease(app):
+        lease_first = heartbeat
+        executor_config_map = config_map
+
+        def heartbeat_then_config_map() -> None:
+            lease_first.start()
+            parts.operations.create_config_map(owned_by_lease(executor_config_map, lease_first))
+
+        start_heartbeat, config_map = heartbeat_then_config_map, None
 
     wait_for_driver: Callable[[], object] | None = None
     driver_pod_name = conf.driver.pod_name
@@ -73,7 +106,8 @@ def start_plan(
         wait_for_driver = functools.partial(parts.operations.wait_for_driver_ready, driver_pod_name, timeout)
     return attrs.evolve(
         app.plan,
-        heartbeat=None if heartbeat is None else heartbeat.start,
+        config_map=config_map,
+        heartbeat=start_heartbeat,
         recover=run_recovery,
         wait_for_driver=wait_for_driver,
         progress_interval=conf.progress_interval,

@@ -77,6 +77,7 @@ def build_stop_sequence(
     delete_heartbeat: Callable[[], None] | None = None,
     stop_metrics: Callable[[], None] | None = None,
     write_timeline: Callable[[], None] | None = None,
+    config_map_collected: Callable[[], bool] | None = None,
 ) -> StopSequence:
     """``delete_heartbeat``: stops and deletes a client-mode driver's heartbeat Lease, after the executors
     (deleted earlier, it would make them look orphaned to ``k8s-backend gc`` while they still run).
@@ -84,7 +85,9 @@ def build_stop_sequence(
     ``scheduler``: given when the backend owns it (its threads are stopped); ``owns_api``: the client is
     closed once the last background retry ends. ``stop_metrics``: stops the metrics server, first (its
     port is closed when stop() returns, even if a delete then hangs). ``write_timeline``: writes the
-    executor timeline once nothing changes any more, before the deletes (which a hung API may delay)."""
+    executor timeline once nothing changes any more, before the deletes (which a hung API may delay).
+    ``config_map_collected``: true when the heartbeat Lease owns the executor ConfigMap (its delete then
+    collects the map, so the map's own delete is skipped)."""
     steps = _stop_steps(
         conf,
         app_id,
@@ -96,6 +99,7 @@ def build_stop_sequence(
         has_config_map=has_config_map,
         has_pod_group=has_pod_group,
         has_auth_secret=has_auth_secret,
+        config_map_collected=config_map_collected if delete_heartbeat is not None else None,
     )
     if write_timeline is not None:
         after = next(i for i, (name, _) in enumerate(steps) if name == "stop the allocator") + 1
@@ -130,6 +134,7 @@ def _stop_steps(
     has_config_map: bool,
     has_pod_group: bool,
     has_auth_secret: bool = False,
+    config_map_collected: Callable[[], bool] | None = None,
 ) -> list[Step]:
     namespace = conf.namespace
     app = app_selector(app_id)
@@ -149,10 +154,19 @@ def _stop_steps(
         grace = conf.snapshots.subscribers_shutdown_grace_period
         threads = scheduler
         steps.append(("stop the backend threads", lambda: threads.shutdown(grace)))
-    if conf.driver.delete_service_on_termination:
+    # A client-mode driver (no driver pod) has no driver service, and the claims of its executors are
+    # owned by their pods (garbage-collected with them): two requests spared unless it made claims.
+    cluster_mode = bool(conf.driver.pod_name)
+    if conf.driver.delete_service_on_termination and cluster_mode:
         steps.append(("delete the driver services", delete(SERVICES, app)))
     if conf.driver.own_pvc:
-        steps.append(("delete the application's PVCs", delete(PVCS, app)))
+        delete_pvcs = delete(PVCS, app)
+
+        def delete_claims() -> None:
+            if cluster_mode or allocator.pvc_counter > 0:
+                delete_pvcs()
+
+        steps.append(("delete the application's PVCs", delete_claims))
     if conf.lifecycle.delete_on_termination:
         exit_wait = conf.lifecycle.stop_exit_wait
         if operations is not None and exit_wait > 0:
@@ -164,7 +178,14 @@ def _stop_steps(
             steps.append(("let the executors exit", let_executors_exit))
         steps.append(("delete the executor pods", delete(PODS, executors)))
         if has_config_map:
-            steps.append(("delete the executor config maps", delete(CONFIG_MAPS, executors)))
+            delete_config_maps = delete(CONFIG_MAPS, executors)
+            collected = config_map_collected
+
+            def delete_maps() -> None:
+                if collected is None or not collected():
+                    delete_config_maps()
+
+            steps.append(("delete the executor config maps", delete_maps))
     if has_auth_secret:  # even when the pods are kept: a secret outlives its use only as a leak
         steps.append(("delete the executor auth secrets", delete(SECRETS, executors)))
     if has_pod_group:

@@ -266,6 +266,7 @@ def _parts(
         has_pod_group=app.gang.volcano is not None,
         has_auth_secret=app.plan.auth_secret is not None,
         delete_heartbeat=None if heartbeat is None else heartbeat.delete,
+        config_map_collected=None if heartbeat is None else lambda: heartbeat.owns_config_map,
         stop_metrics=None if monitoring is None else monitoring.server.stop,
         write_timeline=None
         if app.conf.report_timeline is None

@@ -76,6 +76,14 @@ class ExecutorPodsWatchSnapshotSource:
         """Set the selector without starting a thread; the caller then drives :meth:`run_once`."""
         self._selector = executor_selector(app_id, active_only=True)
 
+    def seed(self, resource_version: str | None) -> None:
+        """Watch from a full list someone else took and gave the store (recovery's, at start): one list
+        fewer. It counts as this source's first list. Ignored once this source has a version of its own,
+        or without one."""
+        if resource_version and self._resource_version is None and self._thread is None:
+            self._resource_version = resource_version
+            self.relists += 1
+
     @property
     def stopped(self) -> bool:
         """Whether :meth:`stop` was called (a caller driving :meth:`run_once` stops then too)."""

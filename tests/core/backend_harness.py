@@ -136,10 +136,24 @@ class Harness:
         self.fake.patch_status(PODS, "default", name, status)
 
 
-def make_harness(conf: Mapping[str, str] | None = None, *, driver: bool = True) -> Harness:
+def make_harness(
+    conf: Mapping[str, str] | None = None, *, driver: bool = True, driver_pod: bool = False
+) -> Harness:
+    """``driver_pod``: the driver pod ``driver`` exists, Ready (for spark.kubernetes.driver.pod.name)."""
     clock = ManualClock(1_700_000_000.0)
     scheduler = DeterministicScheduler(clock)
     fake = FakeKubernetes(clock=clock, watch_blocking=False)
+    if driver_pod:
+        fake.create(
+            PODS,
+            "default",
+            {
+                "metadata": {"name": "driver"},
+                "spec": {"containers": [{"name": "spark-kubernetes-driver", "image": "spark:4.3.0"}]},
+            },
+        )
+        ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        fake.patch_status(PODS, "default", "driver", ready)
     recording = RecordingDriver()
     backend = create_backend(
         {**BASE_CONF, **(conf or {})},

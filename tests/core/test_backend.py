@@ -7,7 +7,7 @@ from backend_harness import APP_ID, DRIVER_URL, Harness, make_harness
 
 from k8s_backend import BackendStateError, ConfigError, KubernetesClusterSchedulerBackend
 from k8s_backend.backend_state import BackendState
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SERVICES
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SERVICES
 
 
 def _created(h: Harness, resource: object) -> list[str]:
@@ -18,11 +18,13 @@ def test_start_creates_the_config_map_before_requesting_executors(harness: Harne
     harness.backend.start()
     harness.run()
     verbs = [(c.verb, c.resource_plural) for c in harness.fake.calls if c.verb == "create"]
-    assert verbs[0] == ("create", "configmaps")
-    # Then the client-mode driver's heartbeat Lease, which every executor names, then the executors.
-    assert list(verbs[1:]) == [("create", "leases")] + [("create", "pods")] * 3
+    # A client-mode driver's heartbeat Lease first: every executor names it, and it owns the ConfigMap
+    # (as a driver pod does in cluster mode); then the ConfigMap, then the executors.
+    assert verbs == [("create", "leases"), ("create", "configmaps")] + [("create", "pods")] * 3
     config_map = harness.fake.objects(CONFIG_MAPS, "default")[0]
     assert config_map["metadata"]["labels"]["spark-app-selector"] == APP_ID
+    lease = harness.fake.objects(LEASES, "default")[0]
+    assert [o["uid"] for o in config_map["metadata"]["ownerReferences"]] == [lease["metadata"]["uid"]]
 
 
 def test_start_requests_the_initial_executors_and_starts_both_sources(harness: Harness) -> None:
@@ -51,15 +53,30 @@ def test_disabled_watch_and_polling_make_no_pod_reads() -> None:
     h.backend.stop()
 
 
-def test_stop_deletes_executors_config_maps_services_and_pvcs(harness: Harness) -> None:
+def test_stop_deletes_executors_and_config_maps_but_no_services_or_pvcs_in_client_mode(
+    harness: Harness,
+) -> None:
     harness.backend.start()
     harness.run()
     harness.backend.stop()
     assert harness.executor_pods() == []
-    assert harness.fake.objects(CONFIG_MAPS, "default") == []
-    assert harness.fake.calls_of("delete_collection", SERVICES)
-    assert harness.fake.calls_of("delete_collection", PVCS)
+    assert harness.fake.objects(CONFIG_MAPS, "default") == []  # collected with the Lease that owns it
+    assert harness.fake.objects(LEASES, "default") == []
+    # A client-mode driver has no driver service, and its executors made no claims.
+    assert not harness.fake.calls_of("delete_collection", SERVICES)
+    assert not harness.fake.calls_of("delete_collection", PVCS)
     assert harness.backend.state is BackendState.STOPPED
+
+
+def test_stop_deletes_services_and_pvcs_of_a_driver_pod() -> None:
+    h = make_harness({"spark.kubernetes.driver.pod.name": "driver"}, driver_pod=True)
+    h.backend.start()
+    h.run()
+    h.backend.stop()
+    assert h.executor_pods() == []
+    assert h.fake.objects(CONFIG_MAPS, "default") == []
+    assert h.fake.calls_of("delete_collection", SERVICES)
+    assert h.fake.calls_of("delete_collection", PVCS)
 
 
 def test_stop_is_idempotent_and_needs_no_start() -> None:
