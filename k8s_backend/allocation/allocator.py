@@ -19,10 +19,12 @@ import attrs
 from k8s_backend.allocation.adaptive import MAX_CONCURRENCY, BatchDecision
 from k8s_backend.allocation.create_batch import CreatePool, CreateResult
 from k8s_backend.allocation.create_retries import CreateRetries
-from k8s_backend.allocation.creator import ExecutorPodCreator, PodSpecBuilder, guarded
+from k8s_backend.allocation.creator import Creation, ExecutorPodCreator, PodSpecBuilder
 from k8s_backend.allocation.driver_pod import fetch_driver_pod
+from k8s_backend.allocation.executor_ids import ExecutorIds, check_targets
 from k8s_backend.allocation.failures import ExecutorFailureTracker, FailureBudget
-from k8s_backend.allocation.pacing import FOLLOW_UP, BatchPacer
+from k8s_backend.allocation.pacing import BatchPacer
+from k8s_backend.allocation.pod_deletes import PodDeletes
 from k8s_backend.allocation.pod_index import PodIndex
 from k8s_backend.allocation.policy import (
     AllocationPlan,
@@ -36,10 +38,9 @@ from k8s_backend.allocation.pvcs import claim_names_in_use
 from k8s_backend.allocation.settings import AllocatorIdentity, AllocatorListeners, AllocatorSettings
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
 from k8s_backend.failures import FailureReporter, FailureSink
-from k8s_backend.kube.labels import executor_selector
-from k8s_backend.kube.port import PODS, KubernetesApi
+from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.kube.retry import caller_paces_throttling
-from k8s_backend.scheduling import Cancellable, Clock, Scheduler
+from k8s_backend.scheduling import Clock, Scheduler
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import SnapshotsStore
 
@@ -97,12 +98,14 @@ class ExecutorPodsAllocator:
         )
         self._retries = CreateRetries(clock, settings.batch_delay)
         self._pacer = BatchPacer(
-            settings.adaptive, batch_size=settings.limits.batch_size, concurrency=settings.concurrency
+            settings.adaptive,
+            batch_size=settings.limits.batch_size,
+            concurrency=settings.concurrency,
+            batch_delay=settings.batch_delay,
+            early_round=None if scheduler is None else (scheduler, store.notify_subscribers),
         )
         self._pool = CreatePool(clock, max(MAX_CONCURRENCY, settings.concurrency))
-        self._scheduler = scheduler
-        self._follow_up: Cancellable | None = None
-        self._maximum_reached = False
+        self._deletes = PodDeletes(api, settings.namespace, identity.app_id)
         self._failures = FailureBudget(
             ExecutorFailureTracker(clock, settings.failures_validity_interval),
             settings.max_failures,
@@ -116,7 +119,7 @@ class ExecutorPodsAllocator:
         self._known_newly_created: dict[int, int] = {}
         self._deleted: frozenset[int] = frozenset()
         self._counted_failures: frozenset[int] = frozenset()
-        self._executor_id_counter = 0
+        self._ids = ExecutorIds(settings.maximum)
         self._index = PodIndex()  # touched only by rounds, which never run concurrently
         self._outstanding = 0
         self._started = False
@@ -136,20 +139,13 @@ class ExecutorPodsAllocator:
         """Stop requesting and deleting pods; rounds still delivered afterwards do nothing."""
         with self._lock:
             self._stopped = True
-            follow_up, self._follow_up = self._follow_up, None
-        if follow_up is not None:
-            follow_up.cancel()
+        self._pacer.halt()
         self._pool.shutdown()
 
     def stop(self) -> None:
         """Halt, then delete every executor pod of the application (Spark's stop(appId))."""
         self.halt()
-        guarded(
-            "delete the executor pods",
-            lambda: self._api.delete_collection(
-                PODS, self._namespace, label_selector=executor_selector(self._app_id)
-            ),
-        )
+        self._deletes.all()
 
     # -- targets -------------------------------------------------------------------------------------
 
@@ -169,22 +165,7 @@ class ExecutorPodsAllocator:
         with self._lock:
             known = dict(self._profiles)
             known.update(profiles or {})
-            for rp_id, target in targets.items():
-                if rp_id not in known:
-                    raise ValueError(
-                        f"resource profile {rp_id} is unknown: pass its ResourceProfile in profiles= or "
-                        "call register_resource_profile() first"
-                    )
-                if not isinstance(target, int) or target < 0:
-                    raise ValueError(
-                        f"the executor target of resource profile {rp_id} must be an int >= 0, got {target!r}"
-                    )
-            for rp_id, profile in (profiles or {}).items():
-                if profile.id != rp_id:
-                    raise ValueError(
-                        f"profiles[{rp_id}] is the ResourceProfile with id {profile.id}: "
-                        "the key must be the profile's id"
-                    )
+            check_targets(targets, profiles, known)
             self._profiles = known
             self._targets.update(targets)
             outstanding = self._outstanding
@@ -206,8 +187,7 @@ class ExecutorPodsAllocator:
     @property
     def executor_id_counter(self) -> int:
         """The last executor id handed out."""
-        with self._lock:
-            return self._executor_id_counter
+        return self._ids.last
 
     @property
     def pvc_counter(self) -> int:
@@ -221,8 +201,7 @@ class ExecutorPodsAllocator:
 
     def advance_executor_id_counter(self, min_next: int) -> None:
         """Make the next executor id at least ``min_next`` (after a restart: never reuse an id)."""
-        with self._lock:
-            self._executor_id_counter = max(self._executor_id_counter, min_next - 1)
+        self._ids.at_least(min_next - 1)
 
     def status(self) -> dict[str, Any]:
         """A JSON-friendly view of the allocator for diagnostics."""
@@ -233,7 +212,7 @@ class ExecutorPodsAllocator:
                 "newly_created": sorted(self._newly_created),
                 "scheduler_known_newly_created": sorted(self._known_newly_created),
                 "deleted": sorted(self._deleted),
-                "executor_id_counter": self._executor_id_counter,
+                "executor_id_counter": self._ids.last,
                 "pvc_counter": self._creator.pvc_counter,
                 "failures": self._failures.num_failed,
                 "max_failures": self._failures.max_failures,
@@ -241,7 +220,7 @@ class ExecutorPodsAllocator:
                 "stopped": self._stopped,
                 "create_retries": self._retries.status(),
                 "batches": self._pacer.status(),
-                "maximum_reached": self._maximum_reached,
+                "maximum_reached": self._ids.maximum_reached,
             }
 
     # -- the round -----------------------------------------------------------------------------------
@@ -256,9 +235,7 @@ class ExecutorPodsAllocator:
             self._retries.forget_seen(batch.seen_executor_ids())
         with self._lock:
             # Never hand out an id the driver or the cluster already has (e.g. after a restart).
-            self._executor_id_counter = max(
-                self._executor_id_counter, max(known, default=0), self._index.max_executor_id
-            )
+            self._ids.at_least(max(max(known, default=0), self._index.max_executor_id))
             now = self._clock.now()
             pace = self._pacer.decision(now)
             inputs = RoundInput(
@@ -280,36 +257,12 @@ class ExecutorPodsAllocator:
         results = self._apply(plan, batch, pace)
         self._failures.check()
         if self._pacer.adaptive:
-            self._pace_next_round(plan, pace, results)
-
-    def _pace_next_round(
-        self, plan: AllocationPlan, pace: BatchDecision, results: list[CreateResult]
-    ) -> None:
-        """Adaptive batches: after a round that went well, the next one comes at once (as soon as the watch
-        can have delivered the new pods), not a whole batch delay later; after a Retry-After shorter than
-        the delay, when it passes."""
-        self._pacer.record(results, self._clock.now())
-        created = sum(1 for r in results if r.creation.created)
-        missing = sum(max(c.target - c.pod_count, 0) for c in plan.profiles) - created
-        if missing <= 0 or self._scheduler is None:
-            return
-        if not pace.may_create:
-            delay = pace.wait
-        elif self._pacer.fast:
-            delay = FOLLOW_UP
-        else:
-            return
-        if delay >= self._settings.batch_delay:
-            return  # the regular round comes first
-        with self._lock:
-            if self._stopped or self._follow_up is not None:
-                return
-            self._follow_up = self._scheduler.schedule(delay, self._run_follow_up)
-
-    def _run_follow_up(self) -> None:
-        with self._lock:
-            self._follow_up = None
-        self._store.notify_subscribers()
+            created = sum(1 for r in results if r.creation.created)
+            missing = sum(max(c.target - c.pod_count, 0) for c in plan.profiles) - created
+            with self._lock:
+                stopped = self._stopped
+            if not stopped:
+                self._pacer.after_round(results, pace, missing=missing, now=self._clock.now())
 
     def _apply(self, plan: AllocationPlan, batch: SnapshotBatch, pace: BatchDecision) -> list[CreateResult]:
         with self._lock:
@@ -367,22 +320,12 @@ class ExecutorPodsAllocator:
             int(self._limits.pod_creation_timeout * 1000),
         )
         if self._settings.delete_on_termination:
-            selector = executor_selector(self._app_id, executor_ids=executor_ids)
-            guarded(
-                "delete timed-out executor pods",
-                lambda: self._api.delete_collection(PODS, self._namespace, label_selector=selector),
-            )
+            self._deletes.timed_out(executor_ids)
 
     def _delete_excess(self, excess: DeleteExcessPending) -> bool:
         ids = excess.executor_ids
         log.info("Deleting %d excess pod requests (%s).", len(ids), _ids(ids))
-        selector = executor_selector(self._app_id, executor_ids=ids)
-        deleted = guarded(
-            "delete excess executor pods",
-            lambda: self._api.delete_collection(
-                PODS, self._namespace, label_selector=selector, field_selector="status.phase=Pending"
-            ),
-        )
+        deleted = self._deletes.excess(ids)
         if deleted:
             with self._lock:
                 self._deleted = self._deleted | frozenset(ids)
@@ -425,21 +368,17 @@ class ExecutorPodsAllocator:
                 return None
             retry_id = self._retries.take_id(request.rp_id)
             with self._lock:
-                if self._stopped:
-                    go_on[0] = False
-                    return None
-                if retry_id is None:
-                    if self._executor_id_counter >= self._settings.maximum:
-                        self._maximum_stops_allocation()
-                        go_on[0] = False
-                        return None
-                    self._executor_id_counter += 1
-                left[0] -= 1
-                return self._executor_id_counter if retry_id is None else retry_id
+                stopped = self._stopped
+            executor_id = None if stopped else retry_id if retry_id is not None else self._ids.next()
+            if executor_id is None:  # stopped, or spark.kubernetes.allocation.maximum reached
+                go_on[0] = False
+                return None
+            left[0] -= 1
+            return executor_id
 
         profile = self._profiles[request.rp_id]
 
-        def create(executor_id: int) -> Any:
+        def create(executor_id: int) -> Creation:
             paced = caller_paces_throttling() if self._pacer.adaptive else contextlib.nullcontext()
             with paced:
                 return self._creator.create(executor_id, profile, reusable)
@@ -453,16 +392,7 @@ class ExecutorPodsAllocator:
         self._pool.run(next_id, create, on_result, concurrency)
         return go_on[0]
 
-    def _maximum_stops_allocation(self) -> None:
-        if not self._maximum_reached:
-            self._maximum_reached = True
-            log.warning(
-                "Not creating more executor pods: this application has created %d, the most "
-                "spark.kubernetes.allocation.maximum allows. Raise it to let executors be replaced.",
-                self._settings.maximum,
-            )
-
-    def _record(self, executor_id: int, rp_id: int, creation: Any, refused: list[bool]) -> bool:
+    def _record(self, executor_id: int, rp_id: int, creation: Creation, refused: list[bool]) -> bool:
         """Record what became of one create (on the round's thread); False: create no more this round."""
         if creation.retryable:
             # An API outage is not an executor failure: back off and ask again in a later round. Creates
@@ -490,19 +420,12 @@ class ExecutorPodsAllocator:
                 )
         if stopped:
             # stop() ran while this create was in flight: its delete may already be done.
-            self._take_back(executor_id)
+            self._deletes.take_back(executor_id)
             return False
         if self._listeners.on_executor_requested is not None:
             self._listeners.on_executor_requested(executor_id, rp_id)
         log.debug("Requested executor with id %d from Kubernetes.", executor_id)
         return True
-
-    def _take_back(self, executor_id: int) -> None:
-        selector = executor_selector(self._app_id, executor_ids=[executor_id])
-        guarded(
-            f"delete executor {executor_id}, created while stopping",
-            lambda: self._api.delete_collection(PODS, self._namespace, label_selector=selector),
-        )
 
 
 def _ids(ids: Collection[int]) -> str:

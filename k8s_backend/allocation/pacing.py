@@ -9,7 +9,7 @@ functions, and this class only keeps their latest result (thread-safe, for :meth
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from k8s_backend.allocation.adaptive import (
@@ -22,6 +22,7 @@ from k8s_backend.allocation.adaptive import (
     initial_state,
 )
 from k8s_backend.allocation.create_batch import CreateResult
+from k8s_backend.scheduling import Cancellable, Scheduler
 
 FOLLOW_UP = 0.02
 """Seconds before the round that follows a round that went well (adaptive batches only): long enough
@@ -58,10 +59,26 @@ def outcome_of(results: Sequence[CreateResult], finished_at: float) -> RoundOutc
 
 
 class BatchPacer:
-    """Fixed batches, or the adaptive state (``adaptive`` not None)."""
+    """Fixed batches, or the adaptive state (``adaptive`` not None).
 
-    def __init__(self, adaptive: AdaptiveSettings | None, *, batch_size: int, concurrency: int) -> None:
+    ``early_round``: the scheduler and the call that runs a round off schedule (the store's
+    ``notify_subscribers``); without it every round waits for the store's next regular delivery.
+    """
+
+    def __init__(
+        self,
+        adaptive: AdaptiveSettings | None,
+        *,
+        batch_size: int,
+        concurrency: int,
+        batch_delay: float = 1.0,
+        early_round: tuple[Scheduler, Callable[[], None]] | None = None,
+    ) -> None:
         self._adaptive = adaptive
+        self._batch_delay = batch_delay
+        self._early_round = early_round
+        self._follow_up: Cancellable | None = None
+        self._halted = False
         self._fixed = BatchDecision(
             size=batch_size, concurrency=max(1, concurrency), may_create=True, wait=0.0
         )
@@ -90,6 +107,44 @@ class BatchPacer:
             if self._adaptive is None or self._state is None:
                 return
             self._state = after_round(self._state, self._adaptive, outcome)
+
+    def after_round(
+        self, results: Sequence[CreateResult], pace: BatchDecision, *, missing: int, now: float
+    ) -> None:
+        """Adaptive batches: record the round, then schedule the next one early when pods are still
+        ``missing``: at once after a round that went well (as soon as the watch can have delivered the new
+        pods), not a whole batch delay later; when a Retry-After shorter than the delay passes."""
+        self.record(results, now)
+        if missing <= 0 or self._early_round is None:
+            return
+        if not pace.may_create:
+            delay = pace.wait
+        elif self.fast:
+            delay = FOLLOW_UP
+        else:
+            return
+        if delay >= self._batch_delay:
+            return  # the regular round comes first
+        scheduler, run_round = self._early_round
+        with self._lock:
+            if self._halted or self._follow_up is not None:
+                return
+            self._follow_up = scheduler.schedule(delay, lambda: self._run_early(run_round))
+
+    def _run_early(self, run_round: Callable[[], None]) -> None:
+        with self._lock:
+            self._follow_up = None
+            if self._halted:
+                return
+        run_round()
+
+    def halt(self) -> None:
+        """No early round from now on."""
+        with self._lock:
+            self._halted = True
+            follow_up, self._follow_up = self._follow_up, None
+        if follow_up is not None:
+            follow_up.cancel()
 
     @property
     def fast(self) -> bool:

@@ -116,7 +116,7 @@ def test_a_failed_parallel_create_counts_once_and_is_replaced_with_a_new_id() ->
 
 def test_the_allocation_maximum_stops_creating_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
     h = harness(maximum=6)
-    with caplog.at_level(logging.WARNING, logger="k8s_backend.allocation.allocator"):
+    with caplog.at_level(logging.WARNING, logger="k8s_backend.allocation.executor_ids"):
         h.set_targets({0: 10})
         h.resync()
         h.advance(1.0)
