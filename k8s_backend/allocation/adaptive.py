@@ -122,7 +122,7 @@ def concurrency_for(settings: AdaptiveSettings, batch: int, *, paced: bool = Fal
     """Creates in flight for a batch of ``batch``: the key when set, else a share of the batch."""
     if settings.concurrency > 0:
         return settings.concurrency
-    return max(1, min(PACED_CONCURRENCY if paced else MAX_CONCURRENCY, batch // 10 + 1))
+    return max(1, min(PACED_CONCURRENCY if paced else MAX_CONCURRENCY, batch // 4 + 1))
 
 
 def decide(state: AdaptiveState, settings: AdaptiveSettings, now: float) -> BatchDecision:
