@@ -66,7 +66,7 @@ ALLOCATION_KEYS: tuple[Key, ...] = (
         Kind.INT,
         "0",
         "Most pod creates in flight at once within a round. 0: automatic (1, as Spark, with fixed batches; "
-        "up to 16 with adaptive batches, fewer while the API pushes back).",
+        "up to 8 with adaptive batches, fewer while the API pushes back).",
         field="allocation.concurrency",
         check=at_least(0, "must be 0 (automatic) or a positive number of creates in flight"),
         has_spark_entry=False,
