@@ -344,6 +344,9 @@ class ExecutorPodsAllocator:
     ) -> bool:
         """Create the request's pods, ``concurrency`` in flight (1: in order, as Spark); results are appended
         to ``results``. Returns False when the round must create nothing more."""
+        if self._ids.exhausted and not self._retries.pending_ids:
+            self._ids.next()  # None, and the one WARNING naming spark.kubernetes.allocation.maximum
+            return False
         log.info(
             "Going to request %d executors from Kubernetes for ResourceProfile Id: %d, target: %d, "
             "known: %d, sharedSlotFromPendingPods: %d.",

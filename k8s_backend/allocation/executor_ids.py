@@ -29,6 +29,12 @@ class ExecutorIds:
         with self._lock:
             return self._last
 
+    @property
+    def exhausted(self) -> bool:
+        """Whether the maximum is reached: :meth:`next` hands out nothing more."""
+        with self._lock:
+            return self._last >= self._maximum
+
     def at_least(self, last: int) -> None:
         """Never hand out ``last`` or below (ids the driver, the cluster or an earlier driver used)."""
         with self._lock:

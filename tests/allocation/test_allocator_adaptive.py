@@ -119,7 +119,7 @@ def test_a_failed_parallel_create_counts_once_and_is_replaced_with_a_new_id() ->
 
 def test_the_allocation_maximum_stops_creating_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
     h = harness(maximum=6)
-    with caplog.at_level(logging.WARNING, logger="k8s_backend.allocation.executor_ids"):
+    with caplog.at_level(logging.INFO, logger="k8s_backend.allocation"):
         h.set_targets({0: 10})
         h.resync()
         h.advance(1.0)
@@ -136,6 +136,9 @@ def test_the_allocation_maximum_stops_creating_and_says_so_once(caplog: pytest.L
     ]
     assert len(warnings) == 1
     assert "has created 6" in warnings[0]
+    # Once reached, rounds no longer announce requests they cannot make.
+    requests = [r for r in caplog.records if r.getMessage().startswith("Going to request")]
+    assert len(requests) == 2
     assert h.allocator.status()["maximum_reached"] is True
 
 
