@@ -15,7 +15,7 @@ from k8s_backend.kube.port import (
     ServerError,
     TooManyRequestsError,
 )
-from k8s_backend.kube.retry import SSL_ERROR_REASON, RetryPolicy, should_retry
+from k8s_backend.kube.retry import SSL_ERROR_REASON, RetryPolicy, caller_paces_throttling, should_retry
 
 
 class Flaky:
@@ -131,3 +131,16 @@ def test_each_retry_is_logged_with_verb_path_and_error(caplog: pytest.LogCapture
 def test_invalid_policy_is_rejected() -> None:
     with pytest.raises(ValueError, match="max_attempts"):
         RetryPolicy(max_attempts=0)
+
+
+def test_a_caller_that_paces_itself_gets_a_429_at_once_and_other_errors_are_still_retried() -> None:
+    sleeps: list[float] = []
+    throttled = Flaky(TooManyRequestsError("slow", retry_after=2.0))
+    with caller_paces_throttling(), pytest.raises(TooManyRequestsError):
+        policy(sleeps).call(throttled, verb="POST", path="/p")
+    assert throttled.calls == 1 and sleeps == []
+    with caller_paces_throttling():
+        assert policy(sleeps).call(Flaky(ServerError("a")), verb="POST", path="/p") == "ok"
+    assert len(sleeps) == 1
+    # Outside the block the adapter retries 429s as before.
+    assert policy(sleeps).call(Flaky(TooManyRequestsError("slow")), verb="POST", path="/p") == "ok"
