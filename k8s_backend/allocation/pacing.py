@@ -79,6 +79,7 @@ class BatchPacer:
         self._early_round = early_round
         self._follow_up: Cancellable | None = None
         self._halted = False
+        self._last_creates = float("-inf")  # when the last round that sent creates ended
         self._fixed = BatchDecision(
             size=batch_size, concurrency=max(1, concurrency), may_create=True, wait=0.0
         )
@@ -103,6 +104,7 @@ class BatchPacer:
             return
         outcome = outcome_of(results, now)
         with self._lock:
+            self._last_creates = now
             self.throttled += outcome.throttled
             if self._adaptive is None or self._state is None:
                 return
@@ -113,10 +115,16 @@ class BatchPacer:
     ) -> None:
         """Adaptive batches: record the round, then schedule the next one early when pods are still
         ``missing``: at once after a round that went well (as soon as the watch can have delivered the new
-        pods), not a whole batch delay later; when a Retry-After shorter than the delay passes."""
+        pods), not a whole batch delay later; when a Retry-After shorter than the delay passes. Early rounds
+        stop once no create was sent for a whole batch delay."""
         self.record(results, now)
         if missing <= 0 or self._early_round is None:
             return
+        with self._lock:
+            if now - self._last_creates >= self._batch_delay:
+                # Nothing created for a whole delay (the pods are not seen yet, or a limit holds them
+                # back): the regular rounds are soon enough.
+                return
         if not pace.may_create:
             delay = pace.wait
         elif self.fast:

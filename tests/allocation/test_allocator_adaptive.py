@@ -147,3 +147,14 @@ def test_the_allocation_maximum_counts_ids_from_before_a_restart() -> None:
     h.allocator.advance_executor_id_counter(5)  # recovery found executors 1..4
     h.set_targets({0: 10})
     assert h.created_ids() == [5, 6]
+
+
+def test_early_rounds_stop_when_a_limit_holds_creates_back() -> None:
+    h = harness(adaptive=True, max_pending_pods=5)
+    periodic = h.scheduler.pending()
+    h.set_targets({0: 100})
+    assert h.scheduler.pending() == periodic + 1  # the early round after a round that went well
+    h.resync()  # the 5 pods are seen, and stay Pending: maxPendingPods allows no more
+    h.scheduler.advance(1.5)
+    assert h.scheduler.pending() == periodic  # no early round left: the regular ticks take over
+    assert len(h.created_ids()) == 5
