@@ -204,8 +204,9 @@ API_KEYS: tuple[Key, ...] = (
     Key(
         "spark.kubernetes.client.burst",
         Kind.INT,
-        "400",
-        "Requests sent at once before `spark.kubernetes.client.qps` applies (the bucket's size).",
+        "1000",
+        "Requests sent at once before `spark.kubernetes.client.qps` applies (the bucket's size): an "
+        "adaptive ramp to 1000 executors is not slowed, a longer one is held to the QPS.",
         field="api.burst",
         check=at_least(1, "must be at least 1"),
         has_spark_entry=False,

@@ -4,7 +4,7 @@ Each request takes a token; tokens refill at ``qps`` a second up to ``burst``. A
 the bucket empty waits for its token (it is never refused), so a burst of creates is smoothed into
 the rate the API server was promised. One bucket is shared by every backend in a process that uses
 the same settings (:func:`shared_bucket`), so two applications in one driver process do not get twice
-the rate. The defaults (200 a second, bursts of 400) leave the default allocation path (batches of 20
+the rate. The defaults (200 a second, bursts of 1000) leave the default allocation path (batches of 20
 a second) untouched; they matter for adaptive batches and many applications at once.
 """
 
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 DEFAULT_QPS = 200.0
-DEFAULT_BURST = 400
+DEFAULT_BURST = 1000
 
 
 class TokenBucket:

@@ -18,7 +18,7 @@ class ApiClientConf:
     context: str = ""
     kubeconfig: str = ""  # a kubeconfig file; "" means $KUBECONFIG, else ~/.kube/config
     qps: float = 200.0  # client-side rate limit (k8s_backend.kube.rate_limit); 0: none
-    burst: int = 400
+    burst: int = 1000
     trust_certificates: bool = False
     request_timeout: float = 10.0
     connection_timeout: float = 10.0
