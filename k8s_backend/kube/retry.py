@@ -47,10 +47,11 @@ _CALLER_PACES = contextvars.ContextVar("k8s_backend_caller_paces", default=False
 
 @contextlib.contextmanager
 def caller_paces_throttling() -> Iterator[None]:
-    """Within this block (on this thread), a 429 is raised at once instead of retried by the adapter.
+    """Within this block (on this thread), a 429 or a 5xx is raised at once instead of retried by the
+    adapter (connection errors still are).
 
     For a caller that paces itself from the server's pushback (adaptive allocation): a retry hidden in
-    the adapter would only look like latency, and each retry would be one more 429.
+    the adapter would only look like latency, and each retry would be one more refusal.
     """
     token = _CALLER_PACES.set(True)
     try:
@@ -60,7 +61,7 @@ def caller_paces_throttling() -> Iterator[None]:
 
 
 def _adapter_retries(error: BaseException) -> bool:
-    if _CALLER_PACES.get() and isinstance(error, ApiError) and error.status == 429:
+    if _CALLER_PACES.get() and isinstance(error, ApiError) and (error.status == 429 or error.status >= 500):
         return False
     return should_retry(error)
 

@@ -133,14 +133,17 @@ def test_invalid_policy_is_rejected() -> None:
         RetryPolicy(max_attempts=0)
 
 
-def test_a_caller_that_paces_itself_gets_a_429_at_once_and_other_errors_are_still_retried() -> None:
+def test_a_caller_that_paces_itself_gets_429_and_5xx_at_once_and_connection_errors_are_still_retried() -> (
+    None
+):
     sleeps: list[float] = []
-    throttled = Flaky(TooManyRequestsError("slow", retry_after=2.0))
-    with caller_paces_throttling(), pytest.raises(TooManyRequestsError):
-        policy(sleeps).call(throttled, verb="POST", path="/p")
-    assert throttled.calls == 1 and sleeps == []
+    for error in (TooManyRequestsError("slow", retry_after=2.0), ServerError("down", status=503)):
+        refused = Flaky(error)
+        with caller_paces_throttling(), pytest.raises(type(error)):
+            policy(sleeps).call(refused, verb="POST", path="/p")
+        assert refused.calls == 1 and sleeps == []
     with caller_paces_throttling():
-        assert policy(sleeps).call(Flaky(ServerError("a")), verb="POST", path="/p") == "ok"
+        assert policy(sleeps).call(Flaky(ApiConnectionError("reset")), verb="POST", path="/p") == "ok"
     assert len(sleeps) == 1
     # Outside the block the adapter retries 429s as before.
     assert policy(sleeps).call(Flaky(TooManyRequestsError("slow")), verb="POST", path="/p") == "ok"
