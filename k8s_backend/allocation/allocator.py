@@ -3,12 +3,12 @@
 Counterpart of Spark's ExecutorPodsAllocator. Each allocation round gathers its inputs (the snapshot
 batch, the bookkeeping below, the executor ids the driver knows, the targets, the time), lets
 :func:`k8s_backend.allocation.policy.plan_round` decide, and applies the plan through the Kubernetes
-port. Every API call is guarded: a failed call is logged and the rest of the round goes on.
+port (the creates of its requests through :mod:`k8s_backend.allocation.executor_requests`). Every API
+call is guarded: a failed call is logged and the rest of the round goes on.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Collection, Mapping
@@ -19,9 +19,10 @@ import attrs
 from k8s_backend.allocation.adaptive import MAX_CONCURRENCY, BatchDecision
 from k8s_backend.allocation.create_batch import CreatePool, CreateResult
 from k8s_backend.allocation.create_retries import CreateRetries
-from k8s_backend.allocation.creator import Creation, ExecutorPodCreator, PodSpecBuilder
+from k8s_backend.allocation.creator import ExecutorPodCreator, PodSpecBuilder
 from k8s_backend.allocation.driver_pod import fetch_driver_pod
 from k8s_backend.allocation.executor_ids import ExecutorIds, check_targets
+from k8s_backend.allocation.executor_requests import ExecutorRequests, RequestParts
 from k8s_backend.allocation.failures import ExecutorFailureTracker, FailureBudget
 from k8s_backend.allocation.pacing import BatchPacer
 from k8s_backend.allocation.pod_deletes import PodDeletes
@@ -30,7 +31,6 @@ from k8s_backend.allocation.policy import (
     AllocationPlan,
     DeleteExcessPending,
     NewRequest,
-    RequestExecutors,
     RoundInput,
     plan_round,
 )
@@ -39,7 +39,6 @@ from k8s_backend.allocation.settings import AllocatorIdentity, AllocatorListener
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
 from k8s_backend.failures import FailureReporter, FailureSink
 from k8s_backend.kube.port import KubernetesApi
-from k8s_backend.kube.retry import caller_paces_throttling
 from k8s_backend.scheduling import Clock, Scheduler
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import SnapshotsStore
@@ -104,12 +103,23 @@ class ExecutorPodsAllocator:
             batch_delay=settings.batch_delay,
             early_round=None if scheduler is None else (scheduler, store.notify_subscribers),
         )
-        self._pool = CreatePool(clock, max(MAX_CONCURRENCY, settings.concurrency))
         self._deletes = PodDeletes(api, settings.namespace, identity.app_id)
         self._failures = FailureBudget(
             ExecutorFailureTracker(clock, settings.failures_validity_interval),
             settings.max_failures,
             FailureSink() if failures is None else failures,
+        )
+        self._ids = ExecutorIds(settings.maximum)
+        self._requests = ExecutorRequests(
+            RequestParts(
+                self._creator, self._ids, self._retries, self._failures, self._deletes, settings.pvc_policy
+            ),
+            CreatePool(clock, max(MAX_CONCURRENCY, settings.concurrency)),
+            clock,
+            self._listeners,
+            stopped=self._is_stopped,
+            accept=self._accept,
+            adaptive=self._pacer.adaptive,
         )
 
         self._lock = threading.Lock()
@@ -119,7 +129,6 @@ class ExecutorPodsAllocator:
         self._known_newly_created: dict[int, int] = {}
         self._deleted: frozenset[int] = frozenset()
         self._counted_failures: frozenset[int] = frozenset()
-        self._ids = ExecutorIds(settings.maximum)
         self._index = PodIndex()  # touched only by rounds, which never run concurrently
         self._outstanding = 0
         self._started = False
@@ -140,7 +149,7 @@ class ExecutorPodsAllocator:
         with self._lock:
             self._stopped = True
         self._pacer.halt()
-        self._pool.shutdown()
+        self._requests.shutdown()
 
     def stop(self) -> None:
         """Halt, then delete every executor pod of the application (Spark's stop(appId))."""
@@ -303,7 +312,8 @@ class ExecutorPodsAllocator:
             if all_deleted:
                 pvcs_in_use = claim_names_in_use(batch)
                 for request in plan.requests:
-                    self._request_executors(request, pvcs_in_use, pace.concurrency, results)
+                    profile = self._profiles[request.rp_id]
+                    self._requests.request(request, profile, pvcs_in_use, pace.concurrency, results)
             else:
                 # The plan counted on those deletions to free pending slots; decide again next round.
                 log.info("Not requesting executors this round: an excess pod deletion failed.")
@@ -333,102 +343,18 @@ class ExecutorPodsAllocator:
                     self._newly_created.pop(executor_id, None)
         return deleted
 
-    # -- creating pods -------------------------------------------------------------------------------
+    # -- the allocator's state, for its executor requests -------------------------------------------
 
-    def _request_executors(
-        self,
-        request: RequestExecutors,
-        pvcs_in_use: frozenset[str],
-        concurrency: int,
-        results: list[CreateResult],
-    ) -> bool:
-        """Create the request's pods, ``concurrency`` in flight (1: in order, as Spark); results are appended
-        to ``results``. Returns False when the round must create nothing more."""
-        if self._ids.exhausted and not self._retries.pending_ids:
-            self._ids.next()  # None, and the one WARNING naming spark.kubernetes.allocation.maximum
-            return False
-        log.info(
-            "Going to request %d executors from Kubernetes for ResourceProfile Id: %d, target: %d, "
-            "known: %d, sharedSlotFromPendingPods: %d.",
-            request.count,
-            request.rp_id,
-            request.target,
-            request.known,
-            request.shared_slots,
-        )
-        reusable = self._creator.reusable_pvcs(pvcs_in_use)
-        if reusable or self._pvc_policy.allocate_on_pvc:
-            concurrency = 1  # claims are handed out one create at a time
-        left = [request.count]
-        go_on = [True]
-        refused = [False]
-
-        def next_id() -> int | None:
-            if left[0] <= 0 or not go_on[0] or self._creator.must_wait_for_pvc(reusable):
-                return None
-            if self._failures.exhausted or not self._retries.may_create():
-                go_on[0] = False
-                return None
-            retry_id = self._retries.take_id(request.rp_id)
-            with self._lock:
-                stopped = self._stopped
-            executor_id = None if stopped else retry_id if retry_id is not None else self._ids.next()
-            if executor_id is None:  # stopped, or spark.kubernetes.allocation.maximum reached
-                go_on[0] = False
-                return None
-            left[0] -= 1
-            return executor_id
-
-        profile = self._profiles[request.rp_id]
-
-        def create(executor_id: int) -> Creation:
-            paced = caller_paces_throttling() if self._pacer.adaptive else contextlib.nullcontext()
-            with paced:
-                return self._creator.create(executor_id, profile, reusable)
-
-        def on_result(result: CreateResult) -> bool:
-            results.append(result)
-            if not self._record(result.executor_id, request.rp_id, result.creation, refused):
-                go_on[0] = False
-            return go_on[0]
-
-        self._pool.run(next_id, create, on_result, concurrency)
-        return go_on[0]
-
-    def _record(self, executor_id: int, rp_id: int, creation: Creation, refused: list[bool]) -> bool:
-        """Record what became of one create (on the round's thread); False: create no more this round."""
-        if creation.retryable:
-            # An API outage is not an executor failure: back off and ask again in a later round. Creates
-            # in flight together make the backoff grow once, not once each.
-            if refused[0]:
-                self._retries.requeue(executor_id, rp_id, creation)
-            else:
-                refused[0] = True
-                self._retries.failed(executor_id, rp_id, creation)
-            return False
-        if not creation.created:
-            # Pod-creation errors count against spark.executor.maxNumFailures (SPARK-55075): a quota
-            # or permission problem must end the application instead of retrying forever. The rest
-            # of the batch waits for the next round.
-            self._failures.register_failure()
-            if self._listeners.on_creation_failed is not None:
-                self._listeners.on_creation_failed(executor_id, rp_id, creation.error)
-            return False
-        self._retries.succeeded()
+    def _is_stopped(self) -> bool:
         with self._lock:
-            stopped = self._stopped
-            if not stopped:
-                self._newly_created[executor_id] = NewRequest(
-                    rp_id, self._clock.now(), creation.resource_version
-                )
-        if stopped:
-            # stop() ran while this create was in flight: its delete may already be done.
-            self._deletes.take_back(executor_id)
-            return False
-        if self._listeners.on_executor_requested is not None:
-            self._listeners.on_executor_requested(executor_id, rp_id)
-        log.debug("Requested executor with id %d from Kubernetes.", executor_id)
-        return True
+            return self._stopped
+
+    def _accept(self, executor_id: int, request: NewRequest) -> bool:
+        with self._lock:
+            if self._stopped:
+                return False
+            self._newly_created[executor_id] = request
+            return True
 
 
 def _ids(ids: Collection[int]) -> str:
