@@ -10,6 +10,12 @@ objects of an application whose Lease expired or is gone.
 A failed renewal is only logged: the next tick tries again, and the Lease has two more ticks before
 it expires. Creating it at start is not optional, though: executors that point at a Lease that was
 never created would look orphaned to ``gc``.
+
+When the Lease owns the executor ConfigMap (:meth:`DriverHeartbeat.own_config_map`) and is deleted while
+the application runs (a bad cleanup), the garbage collector takes the ConfigMap with it. The renewal that
+finds the Lease gone creates both again, the ConfigMap owned by the new Lease; executor pods created in
+between wait for their ConfigMap volume (the kubelet retries the mount) and then start. On the normal
+path this costs no request: the renewal only compares the Lease's uid with the one the ConfigMap names.
 """
 
 from __future__ import annotations
@@ -21,8 +27,16 @@ import threading
 
 from k8s_backend.kube.labels import HEARTBEAT_LEASE_ANNOTATION
 from k8s_backend.kube.leases import heartbeat_lease, lease_seconds, micro_time
-from k8s_backend.kube.port import LEASES, ApiError, ConflictError, KubernetesApi, NotFoundError, Obj
-from k8s_backend.pods.objects import section
+from k8s_backend.kube.port import (
+    CONFIG_MAPS,
+    LEASES,
+    ApiError,
+    ConflictError,
+    KubernetesApi,
+    NotFoundError,
+    Obj,
+)
+from k8s_backend.pods.objects import owner_reference, section
 from k8s_backend.pods.step import BaseFeatureStep, SparkPod, StepContext
 from k8s_backend.scheduling import Cancellable, Clock, Scheduler
 
@@ -80,6 +94,9 @@ class DriverHeartbeat:
         self.failed_renewals = 0
         self.lease: Obj | None = None  # as the server last answered (its uid owns the executor ConfigMap)
         self.owns_config_map = False  # the ConfigMap names the Lease as owner: deleting the Lease collects it
+        self._config_map: Obj | None = None  # its body without owner, to create it again
+        self._config_map_owner: str | None = None  # the Lease uid it is owned by, as last made sure
+        self._recheck_config_map = False  # it was adopted, not created: the collector may still take it
 
     @property
     def interval(self) -> float:
@@ -99,6 +116,20 @@ class DriverHeartbeat:
             self.lease_name,
             self.interval,
         )
+
+    def own_config_map(self, config_map: Obj) -> Obj:
+        """The executor ConfigMap with the Lease (created by :meth:`start`) as its owner, so that the Lease's
+        delete at stop collects it; unchanged if the Lease has no uid. The body is kept: a renewal that
+        finds the Lease replaced (deleted, so the ConfigMap collected) creates the ConfigMap again."""
+        with self._lock:
+            lease = self.lease
+            uid = _uid(lease)
+            if lease is None or uid is None:
+                return config_map
+            self.owns_config_map = True
+            self._config_map = config_map
+            self._config_map_owner = uid
+            return _owned_by(config_map, lease)
 
     def _acquire(self) -> None:
         now = self._clock.now()
@@ -127,7 +158,7 @@ class DriverHeartbeat:
     def _renew_locked(self) -> None:
         try:
             try:
-                self._api.patch(LEASES, self._namespace, self.lease_name, self._renewal())
+                self.lease = self._api.patch(LEASES, self._namespace, self.lease_name, self._renewal())
             except NotFoundError:
                 log.warning(
                     "Heartbeat lease %s/%s was deleted: creating it again", self._namespace, self.lease_name
@@ -144,6 +175,45 @@ class DriverHeartbeat:
             )
             return
         self.renewals += 1
+        try:
+            self._keep_config_map()
+        except ApiError as error:
+            log.warning(
+                "Could not create executor ConfigMap %s/%s again for the new heartbeat lease "
+                "(retried in %.0fs): %s",
+                self._namespace,
+                _name(self._config_map),
+                self.interval,
+                error,
+            )
+
+    def _keep_config_map(self) -> None:
+        """Make sure the ConfigMap the Lease owns is owned by the Lease as it is now (its uid changes when it
+        is created again). No request while the uid is the one the ConfigMap names."""
+        lease, body = self.lease, self._config_map
+        uid = _uid(lease)
+        if lease is None or body is None or uid is None:
+            return
+        already_owned = self._config_map_owner == uid
+        if already_owned and not self._recheck_config_map:
+            return
+        try:
+            self._api.create(CONFIG_MAPS, self._namespace, _owned_by(body, lease))
+            log.warning(
+                "Executor ConfigMap %s/%s was collected with the deleted heartbeat lease: created it again",
+                self._namespace,
+                _name(body),
+            )
+            self._recheck_config_map = False
+        except ConflictError:
+            # Still there when checked again: the new owner kept it. Otherwise not collected yet (the
+            # collector works in the background) or orphaned: adopt it, and look once more next renewal
+            # in case the collector had already decided to delete it.
+            if not already_owned:
+                owner = {"metadata": {"ownerReferences": [owner_reference(lease)]}}
+                self._api.patch(CONFIG_MAPS, self._namespace, _name(body), owner)
+            self._recheck_config_map = not already_owned
+        self._config_map_owner = uid
 
     def _renewal(self) -> Obj:
         return {
@@ -170,3 +240,16 @@ class DriverHeartbeat:
         except NotFoundError:
             return
         log.info("Heartbeat lease %s/%s deleted", self._namespace, self.lease_name)
+
+
+def _uid(obj: Obj | None) -> str | None:
+    uid = ((obj or {}).get("metadata") or {}).get("uid")
+    return str(uid) if uid else None
+
+
+def _name(obj: Obj | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("name"))
+
+
+def _owned_by(obj: Obj, owner: Obj) -> Obj:
+    return {**obj, "metadata": {**(obj.get("metadata") or {}), "ownerReferences": [owner_reference(owner)]}}

@@ -16,8 +16,7 @@ from k8s_backend.failures import FailureSink
 from k8s_backend.gang.start import GangStart
 from k8s_backend.heartbeat import DriverHeartbeat, default_holder
 from k8s_backend.kube.leases import heartbeat_lease_for
-from k8s_backend.kube.port import KubernetesApi, Obj
-from k8s_backend.pods.objects import owner_reference
+from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.recovery import recover
 from k8s_backend.scheduling import Clock, Scheduler
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
@@ -55,16 +54,6 @@ def config_map_follows_lease(app: Application) -> bool:
     return app.conf.lifecycle.delete_on_termination and not app.conf.driver.pod_name
 
 
-def owned_by_lease(config_map: Obj, heartbeat: DriverHeartbeat) -> Obj:
-    """The ConfigMap with the Lease (created just before) as its owner; unchanged if the Lease has no uid."""
-    lease = heartbeat.lease
-    if lease is None or not (lease.get("metadata") or {}).get("uid"):
-        return config_map
-    heartbeat.owns_config_map = True
-    metadata = {**(config_map.get("metadata") or {}), "ownerReferences": [owner_reference(lease)]}
-    return {**config_map, "metadata": metadata}
-
-
 def start_plan(
     app: Application, api: KubernetesApi, parts: BackendParts, heartbeat: DriverHeartbeat | None
 ) -> StartPlan:
@@ -95,7 +84,7 @@ def start_plan(
 
         def heartbeat_then_config_map() -> None:
             lease_first.start()
-            parts.operations.create_config_map(owned_by_lease(executor_config_map, lease_first))
+            parts.operations.create_config_map(lease_first.own_config_map(executor_config_map))
 
         start_heartbeat, config_map = heartbeat_then_config_map, None
 
