@@ -145,3 +145,22 @@ def test_every_feature_that_calls_the_api_was_exercised() -> None:
         ("", "services", "deletecollection"),
     ]:
         assert expected in calls
+
+
+def readme_rules() -> set[Permission]:
+    """The rows of the driver's table in the README's Permissions section."""
+    readme = (RBAC_FILE.parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("#### Permissions", 1)[1].split("**The commands**", 1)[0]
+    listed: set[Permission] = set()
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        resource, _, group = cells[0].partition(" (")
+        verbs = [verb.strip(" `") for verb in cells[1].split(",")]
+        listed |= {(group.strip("`)"), resource.strip("`"), verb) for verb in verbs}
+    return listed
+
+
+def test_the_readme_lists_the_same_permissions() -> None:
+    assert readme_rules() == role_rules()
