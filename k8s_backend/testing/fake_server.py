@@ -17,6 +17,7 @@ from k8s_backend.kube import resource_version as versions
 from k8s_backend.kube.port import NAMESPACES, PODS, Obj, ObjectList, Resource
 from k8s_backend.scheduling import Clock
 from k8s_backend.testing.fake_decode import decode
+from k8s_backend.testing.fake_defaults import apply_defaults, canonical_resources, omit_empty_maps
 from k8s_backend.testing.fake_errors import (
     REQUIRED,
     FieldError,
@@ -153,6 +154,8 @@ class FakeServer:
         if not isinstance(name, str):
             raise bad_request(f"metadata.name must be a string, got {name!r}")
         meta["name"] = name
+        apply_defaults(resource, obj)
+        canonical_resources(obj)
         errors = validate_object(resource, obj)
         if errors:
             raise invalid(resource, str(name), errors)
@@ -300,6 +303,8 @@ class FakeServer:
                 proposed["status"] = json_copy(current["status"])
             else:
                 proposed.pop("status", None)
+        omit_empty_maps(proposed)
+        canonical_resources(proposed)
         errors += validate_object(resource, proposed)
         if errors:
             raise invalid(resource, current_meta["name"], errors)

@@ -117,9 +117,11 @@ def test_server_fields_in_the_body_are_replaced(fake: FakeKubernetes) -> None:
 
 
 def test_pods_start_pending_unless_a_phase_is_given(fake: FakeKubernetes) -> None:
-    assert fake.create(PODS, "ns", pod("a"))["status"] == {"phase": "Pending"}
+    # qosClass: the API server sets it from the containers' resources (none here).
+    assert fake.create(PODS, "ns", pod("a"))["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
     assert fake.create(PODS, "ns", {**pod("b"), "status": {"phase": "Running"}})["status"] == {
-        "phase": "Running"
+        "phase": "Running",
+        "qosClass": "BestEffort",
     }
 
 
