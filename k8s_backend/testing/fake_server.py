@@ -42,6 +42,7 @@ from k8s_backend.testing.fake_watch import (
     WatchFilter,
 )
 
+BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's: no vowels, no look-alikes
 _SYSTEM_FIELDS = ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "uid", "generation")
 
@@ -160,9 +161,19 @@ class FakeServer:
         if errors:
             raise invalid(resource, str(name), errors)
         key = self.key(resource, meta.get("namespace"), str(name))
+        if resource.namespaced:
+            self._check_namespace(str(meta["namespace"]))
         if self.store.get(key) is not None:
             raise already_exists(resource, str(name))
         return self.write(resource, key, obj, None)
+
+    def _check_namespace(self, namespace: str) -> None:
+        """404 for a create in a namespace that does not exist (the NamespaceLifecycle admission plugin);
+        the namespaces every cluster has exist without being created."""
+        if namespace in BUILT_IN_NAMESPACES:
+            return
+        if self.store.get(self.key(NAMESPACES, None, namespace)) is None:
+            raise not_found(NAMESPACES, namespace)
 
     @staticmethod
     def check_type(resource: Resource, obj: Obj) -> None:

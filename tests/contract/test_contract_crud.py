@@ -293,7 +293,6 @@ def test_empty_labels_are_omitted(api: KubernetesApi) -> None:
     assert "labels" not in created["metadata"]
 
 
-@pytest.mark.fake_differs("the fakes create objects in namespaces that do not exist")
 def test_creating_in_a_namespace_that_does_not_exist_is_not_found(api: KubernetesApi) -> None:
     with pytest.raises(NotFoundError) as caught:
         api.create(CONFIG_MAPS, "no-such-namespace", config_map("c"))

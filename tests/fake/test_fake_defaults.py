@@ -4,6 +4,7 @@ real kube-apiserver): canonical quantities, requests from limits, pod defaults, 
 from __future__ import annotations
 
 import pytest
+from fake_support import TEST_NAMESPACES
 
 from k8s_backend.kube.port import CONFIG_MAPS, PODS
 from k8s_backend.testing.fake import FakeKubernetes
@@ -35,7 +36,7 @@ def test_quantities_are_written_back_in_canonical_form(given: object, stored: st
 
 
 def test_a_pod_gets_the_servers_defaults_and_its_qos_class() -> None:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
     body = {
         "metadata": {"name": "p", "labels": {}, "annotations": {}},
         "spec": {
@@ -62,7 +63,7 @@ def test_a_pod_gets_the_servers_defaults_and_its_qos_class() -> None:
 
 
 def test_given_values_are_kept() -> None:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
     spec = {"restartPolicy": "Never", "serviceAccountName": "spark", "terminationGracePeriodSeconds": 5,
             "containers": [{"name": "a", "image": "x:1", "imagePullPolicy": "Never"}]}  # fmt: skip
     created = fake.create(PODS, "default", {"metadata": {"name": "p"}, "spec": spec})["spec"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fake_support import TEST_NAMESPACES
 
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
@@ -22,7 +23,7 @@ def pod(name: str = "p") -> Obj:
 
 @pytest.fixture
 def fake() -> FakeKubernetes:
-    return FakeKubernetes(watch_blocking=False)
+    return FakeKubernetes(namespaces=TEST_NAMESPACES, watch_blocking=False)
 
 
 def events(fake: FakeKubernetes, since: str) -> list[tuple[str, str]]:
