@@ -57,7 +57,7 @@ def recorded(fake: FakeKubernetes) -> set[Permission]:
 
 
 def run_backend(fake: FakeKubernetes, scheduler: DeterministicScheduler, conf: dict[str, str]) -> None:
-    """Allocation, a decommissioned and a failed executor, heartbeat renewals, a scale-down, stop."""
+    """Allocation, a decommissioned, a failed and a killed executor, heartbeat renewals, a scale-down, stop."""
     backend = create_backend(
         {**BASE_CONF, **conf}, api=fake, driver=RecordingDriver(), clock=scheduler.clock, scheduler=scheduler
     )
@@ -73,7 +73,8 @@ def run_backend(fake: FakeKubernetes, scheduler: DeterministicScheduler, conf: d
     fake.patch_status(PODS, "default", names[1], {"phase": "Failed", "containerStatuses": [terminated]})
     scheduler.advance(5.0)  # deleted and replaced
     backend.request_total_executors({0: 1})
-    scheduler.advance(5.0)  # the pending replacement is excess
+    backend.kill_executors(["3"])  # what Spark's allocation manager does after lowering the target
+    scheduler.advance(60.0)  # the pending replacement is excess; the killed one is force-deleted
     backend.stop()
     scheduler.run_until_idle()
 
