@@ -57,7 +57,7 @@ def recorded(fake: FakeKubernetes) -> set[Permission]:
 
 
 def run_backend(fake: FakeKubernetes, scheduler: DeterministicScheduler, conf: dict[str, str]) -> None:
-    """Allocation, a decommissioned, a failed and a killed executor, heartbeat renewals, a scale-down, stop."""
+    """Allocation, decommissioned, failed and killed executors, heartbeat renewals, a scale-down, stop."""
     backend = create_backend(
         {**BASE_CONF, **conf}, api=fake, driver=RecordingDriver(), clock=scheduler.clock, scheduler=scheduler
     )
