@@ -24,10 +24,10 @@ def pod_path_errors(spec: dict[str, Any]) -> list[FieldError]:
     for list_name in ("initContainers", "containers"):
         for c, container in enumerate(spec.get(list_name) or []):
             mounts = container.get("volumeMounts") if isinstance(container, dict) else None
-            for m, mount in enumerate(mounts or []):
+            for mount in mounts or []:
                 if isinstance(mount, dict):
-                    path = f"spec.{list_name}[{c}].volumeMounts[{m}]"
-                    errors += _sub_path_errors(mount, path)
+                    # Without the mount's index: the real server's path reads so (v1.37).
+                    errors += _sub_path_errors(mount, f"spec.{list_name}[{c}].volumeMounts")
     return errors
 
 

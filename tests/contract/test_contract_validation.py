@@ -30,7 +30,7 @@ def claim(storage_class: str) -> Obj:
     }
 
 
-MOUNT = "spec.containers[0].volumeMounts[0]"
+MOUNT = "spec.containers[0].volumeMounts"  # the real server names no index
 NFS = {"nfs": {"server": "nfs.example.com", "path": "exports/data"}}
 
 
