@@ -3,8 +3,8 @@
 Found by running the contract tests against a real kube-apiserver (tests/contract, ``real`` target):
 
 - empty ``metadata.labels`` and ``metadata.annotations`` are dropped (``omitempty``);
-- quantities are stored in their canonical form (``1000m`` -> ``1``, ``1024Mi`` -> ``1Gi``, ``0.5`` ->
-  ``500m``), as ``resource.Quantity.String()`` writes them;
+- quantities (of pods' containers and of claims) are stored in their canonical form (``1000m`` ->
+  ``1``, ``1024Mi`` -> ``1Gi``, ``0.5`` -> ``500m``), as ``resource.Quantity.String()`` writes them;
 - a pod gets the defaults of ``SetDefaults_Pod`` and of the ServiceAccount admission plugin (restart
   and DNS policies, scheduler, grace period, service account, image pull policy, termination message
   path), requests default to limits, and ``status.qosClass`` is set.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from k8s_backend.kube.port import PODS, Obj, Resource
+from k8s_backend.kube.port import PODS, PVCS, Obj, Resource
 from k8s_backend.kube.quantity import parse_quantity
 
 _BINARY = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
@@ -105,20 +105,30 @@ def apply_defaults(resource: Resource, obj: Obj) -> None:
         status["qosClass"] = qos_class(containers)
 
 
-def canonical_resources(obj: Obj) -> None:
-    """Write a pod's container quantities in canonical form (on create and on every update)."""
+def canonical_resources(resource: Resource, obj: Obj) -> None:
+    """Write the quantities of a pod's containers and of a claim's resources in canonical form (on
+    create and on every update)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
+    if (resource.group, resource.plural) == (PVCS.group, PVCS.plural):
+        _canonical_sections(spec.get("resources"))
+        return
+    if (resource.group, resource.plural) != (PODS.group, PODS.plural):
+        return
     for key in ("initContainers", "containers"):
         for container in spec.get(key) or []:
-            resources = container.get("resources") if isinstance(container, dict) else None
-            if not isinstance(resources, dict):
-                continue
-            for section in ("limits", "requests"):
-                values = resources.get(section)
-                if isinstance(values, dict):
-                    resources[section] = {name: canonical_quantity(q) for name, q in values.items()}
+            if isinstance(container, dict):
+                _canonical_sections(container.get("resources"))
+
+
+def _canonical_sections(resources: object) -> None:
+    if not isinstance(resources, dict):
+        return
+    for section in ("limits", "requests"):
+        values = resources.get(section)
+        if isinstance(values, dict):
+            resources[section] = {name: canonical_quantity(q) for name, q in values.items()}
 
 
 def _default_container(container: dict[str, Any]) -> None:

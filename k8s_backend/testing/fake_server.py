@@ -156,7 +156,7 @@ class FakeServer:
             raise bad_request(f"metadata.name must be a string, got {name!r}")
         meta["name"] = name
         apply_defaults(resource, obj)
-        canonical_resources(obj)
+        canonical_resources(resource, obj)
         errors = validate_object(resource, obj)
         if errors:
             raise invalid(resource, str(name), errors)
@@ -315,7 +315,7 @@ class FakeServer:
             else:
                 proposed.pop("status", None)
         omit_empty_maps(proposed)
-        canonical_resources(proposed)
+        canonical_resources(resource, proposed)
         errors += validate_object(resource, proposed)
         if errors:
             raise invalid(resource, current_meta["name"], errors)

@@ -81,3 +81,9 @@ def test_a_grace_period_beyond_int64_cannot_be_decoded(api: KubernetesApi, grace
     with pytest.raises(BadRequestError) as caught:
         api.create(PODS, NS, body)
     assert "terminationGracePeriodSeconds" in caught.value.message
+
+
+def test_a_claims_quantities_are_canonical(api: KubernetesApi) -> None:
+    body = claim("fast")
+    body["spec"]["resources"]["requests"]["storage"] = "1024Mi"
+    assert api.create(PVCS, NS, body)["spec"]["resources"]["requests"] == {"storage": "1Gi"}
