@@ -7,8 +7,10 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import ssl
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -18,7 +20,7 @@ from typing import Any
 import yaml
 
 from k8s_backend import KubernetesClusterSchedulerBackend
-from k8s_backend.kube.port import PODS, KubernetesApi
+from k8s_backend.kube.port import NAMESPACES, PODS, KubernetesApi
 from k8s_backend.scheduling import ThreadScheduler
 from k8s_backend.testing import LocalCluster
 
@@ -176,3 +178,63 @@ def https(
         return response.status, json.loads(data)
     except ValueError:
         return response.status, data
+
+
+RBAC_FILE = EXAMPLES / "driver-rbac.yaml"
+REST_PATHS = {
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+}
+
+
+def make_namespace(cluster: LocalCluster, namespace: str) -> None:
+    """Create a namespace and wait for its default ServiceAccount (pods are refused before)."""
+    cluster.api().create(NAMESPACES, None, {"metadata": {"name": namespace}})
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
+    until(lambda: https(cluster, "GET", path)[0] == 200, f"the default ServiceAccount of {namespace}")
+
+
+def apply_rbac(cluster: LocalCluster, namespace: str) -> None:
+    """``kubectl apply -n NAMESPACE -f driver-rbac.yaml`` when kubectl is installed; else the same objects
+    created through the API, each put in ``namespace`` as ``-n`` does (the file names no namespace)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is not None:
+        argv = [
+            kubectl,
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "apply",
+            "-n",
+            namespace,
+            "-f",
+            str(RBAC_FILE),
+        ]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        return
+    for document in yaml.safe_load_all(RBAC_FILE.read_text(encoding="utf-8")):
+        document["metadata"]["namespace"] = namespace
+        code, body = https(cluster, "POST", REST_PATHS[document["kind"]].format(ns=namespace), document)
+        assert code == 201, body
+
+
+def token_for(cluster: LocalCluster, namespace: str, account: str) -> str:
+    """A token of ``namespace/account`` from the TokenRequest API (what ``kubectl create token`` does)."""
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "spec": {"expirationSeconds": 3600}}  # fmt: skip
+    code, body = https(
+        cluster, "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", request
+    )
+    assert code == 201, body
+    return str(body["status"]["token"])
+
+
+def client_props(cluster: LocalCluster, namespace: str, token: str) -> dict[str, str]:
+    """A client-mode driver's connection settings: the URL, the token and the CA, nothing else."""
+    return {
+        "spark.master": f"pyk8s://{cluster.url}",
+        "spark.kubernetes.namespace": namespace,
+        "spark.kubernetes.authenticate.oauthToken": token,
+        "spark.kubernetes.authenticate.caCertFile": str(cluster.ca_cert),
+    }

@@ -14,17 +14,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from backend_real_support import (
     DRIVER_URL,
-    EXAMPLES,
     all_pods,
+    apply_rbac,
     backend_conf,
+    client_props,
     executors,
     https,
+    make_namespace,
     running,
     settled,
     sleeper_template,
+    token_for,
     until,
 )
 
@@ -34,20 +36,14 @@ from k8s_backend.cli.submission import build_submission
 from k8s_backend.cli.submit_args import parse_submit_args
 from k8s_backend.cli.submit_client import check_cluster
 from k8s_backend.kube.client import OfficialKubernetesApi
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NAMESPACES, PODS, SECRETS, ForbiddenError
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS, ForbiddenError
 from k8s_backend.local.control_plane import ControlPlaneBinaries
 from k8s_backend.local.kubelet import Node
 from k8s_backend.testing import LocalCluster
 
 pytestmark = [pytest.mark.real, pytest.mark.timeout(1200)]
 
-RBAC_FILE = EXAMPLES / "driver-rbac.yaml"
 TEAM, OTHER, BARE = "rbac-team", "rbac-other", "rbac-bare"
-REST_PATHS = {
-    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
-    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
-    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
-}
 
 
 @pytest.fixture(scope="module")
@@ -55,65 +51,13 @@ def cluster(binaries: ControlPlaneBinaries) -> Iterator[LocalCluster]:
     nodes = [Node.of("node-1", cpu="16", memory="32Gi")]
     with LocalCluster(control_plane="kubernetes", run_processes=False, nodes=nodes) as local:
         for namespace in (TEAM, OTHER, BARE):
-            local.api().create(NAMESPACES, None, {"metadata": {"name": namespace}})
-        for namespace in (TEAM, OTHER, BARE):  # pods are refused until the namespace's default account exists
-            until(
-                lambda ns=namespace: (
-                    https(local, "GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")[0] == 200
-                ),
-                f"the default ServiceAccount of {namespace}",
-            )
+            make_namespace(local, namespace)
         apply_rbac(local, TEAM)
         apply_rbac(local, OTHER)
         code, body = https(local, "POST", f"/api/v1/namespaces/{BARE}/serviceaccounts",
                            {"metadata": {"name": "unbound"}})  # fmt: skip
         assert code == 201, body
         yield local
-
-
-def apply_rbac(cluster: LocalCluster, namespace: str) -> None:
-    """``kubectl apply -n NAMESPACE -f driver-rbac.yaml`` when kubectl is installed; else the same objects
-    created through the API, each put in ``namespace`` as ``-n`` does (the file names no namespace)."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is not None:
-        argv = [
-            kubectl,
-            "--kubeconfig",
-            str(cluster.kubeconfig),
-            "apply",
-            "-n",
-            namespace,
-            "-f",
-            str(RBAC_FILE),
-        ]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-        assert done.returncode == 0, done.stderr
-        return
-    for document in yaml.safe_load_all(RBAC_FILE.read_text(encoding="utf-8")):
-        document["metadata"]["namespace"] = namespace
-        code, body = https(cluster, "POST", REST_PATHS[document["kind"]].format(ns=namespace), document)
-        assert code == 201, body
-
-
-def token_for(cluster: LocalCluster, namespace: str, account: str) -> str:
-    """A token of ``namespace/account`` from the TokenRequest API (what ``kubectl create token`` does)."""
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": 3600}}  # fmt: skip
-    code, body = https(
-        cluster, "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", request
-    )
-    assert code == 201, body
-    return str(body["status"]["token"])
-
-
-def client_props(cluster: LocalCluster, namespace: str, token: str) -> dict[str, str]:
-    """A client-mode driver's connection settings: the URL, the token and the CA, nothing else."""
-    return {
-        "spark.master": f"pyk8s://{cluster.url}",
-        "spark.kubernetes.namespace": namespace,
-        "spark.kubernetes.authenticate.oauthToken": token,
-        "spark.kubernetes.authenticate.caCertFile": str(cluster.ca_cert),
-    }
 
 
 def api_with(props: dict[str, str], home: Path) -> OfficialKubernetesApi:
