@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 from contract_objects import NS, pod
 
-from k8s_backend.kube.port import PODS, PVCS, BadRequestError, InvalidError, KubernetesApi, Obj
+from k8s_backend.kube.port import (
+    PODS,
+    PVCS,
+    BadRequestError,
+    ForbiddenError,
+    InvalidError,
+    KubernetesApi,
+    Obj,
+)
 
 
 def with_volume(mount: dict[str, Any], volume: Obj | None = None) -> Obj:
@@ -87,3 +95,16 @@ def test_a_claims_quantities_are_canonical(api: KubernetesApi) -> None:
     body = claim("fast")
     body["spec"]["resources"]["requests"]["storage"] = "1024Mi"
     assert api.create(PVCS, NS, body)["spec"]["resources"]["requests"] == {"storage": "1Gi"}
+
+
+@pytest.mark.fake_differs(
+    "the fakes have no ServiceAccounts (and no admission): a pod naming a missing one is stored"
+)
+def test_a_pod_naming_a_missing_service_account_is_forbidden(api: KubernetesApi) -> None:
+    body = pod("p1")
+    body["spec"]["serviceAccountName"] = "nope"
+    with pytest.raises(ForbiddenError) as caught:
+        api.create(PODS, NS, body)
+    assert (
+        f'error looking up service account {NS}/nope: serviceaccount "nope" not found' in caught.value.message
+    )
