@@ -42,6 +42,7 @@ from k8s_backend.testing.fake_watch import (
     WatchFilter,
 )
 
+SERVICE_ACCOUNTS = Resource("ServiceAccount", "serviceaccounts")
 BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's: no vowels, no look-alikes
 _SYSTEM_FIELDS = ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "uid", "generation")
@@ -163,9 +164,23 @@ class FakeServer:
         key = self.key(resource, meta.get("namespace"), str(name))
         if resource.namespaced:
             self._check_namespace(str(meta["namespace"]))
+        if res_key(resource) == res_key(PODS):
+            self._check_service_account(str(meta["namespace"]), str(name), obj.get("spec") or {})
         if self.store.get(key) is not None:
             raise already_exists(resource, str(name))
         return self.write(resource, key, obj, None)
+
+    def _check_service_account(self, namespace: str, name: str, spec: Obj) -> None:
+        """403 for a pod naming a ServiceAccount that does not exist (the ServiceAccount admission
+        plugin); every namespace's ``default`` exists (the controller manager creates it)."""
+        account = str(spec.get("serviceAccountName") or "default")
+        if account == "default" or self.store.get(self.key(SERVICE_ACCOUNTS, namespace, account)) is not None:
+            return
+        message = (
+            f'pods "{name}" is forbidden: error looking up service account {namespace}/{account}: '
+            f'serviceaccount "{account}" not found'
+        )
+        raise api_error(403, "Forbidden", message, resource=PODS, name=name)
 
     def _check_namespace(self, namespace: str) -> None:
         """404 for a create in a namespace that does not exist (the NamespaceLifecycle admission plugin);

@@ -97,9 +97,6 @@ def test_a_claims_quantities_are_canonical(api: KubernetesApi) -> None:
     assert api.create(PVCS, NS, body)["spec"]["resources"]["requests"] == {"storage": "1Gi"}
 
 
-@pytest.mark.fake_differs(
-    "the fakes have no ServiceAccounts (and no admission): a pod naming a missing one is stored"
-)
 def test_a_pod_naming_a_missing_service_account_is_forbidden(api: KubernetesApi) -> None:
     body = pod("p1")
     body["spec"]["serviceAccountName"] = "nope"

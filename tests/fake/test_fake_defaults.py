@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from fake_support import TEST_NAMESPACES
 
-from k8s_backend.kube.port import CONFIG_MAPS, PODS
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, ForbiddenError
 from k8s_backend.testing.fake import FakeKubernetes
 from k8s_backend.testing.fake_defaults import canonical_quantity
+from k8s_backend.testing.fake_server import SERVICE_ACCOUNTS
 
 
 @pytest.mark.parametrize(
@@ -64,6 +65,7 @@ def test_a_pod_gets_the_servers_defaults_and_its_qos_class() -> None:
 
 def test_given_values_are_kept() -> None:
     fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
+    fake.create(SERVICE_ACCOUNTS, "default", {"metadata": {"name": "spark"}})
     spec = {"restartPolicy": "Never", "serviceAccountName": "spark", "terminationGracePeriodSeconds": 5,
             "containers": [{"name": "a", "image": "x:1", "imagePullPolicy": "Never"}]}  # fmt: skip
     created = fake.create(PODS, "default", {"metadata": {"name": "p"}, "spec": spec})["spec"]
@@ -75,3 +77,16 @@ def test_given_values_are_kept() -> None:
         "labels"
         not in fake.create(CONFIG_MAPS, "default", {"metadata": {"name": "c", "labels": {}}})["metadata"]
     )
+
+
+def test_a_pod_naming_a_missing_service_account_is_forbidden_until_it_exists() -> None:
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
+    body = {"metadata": {"name": "p"}, "spec": {"serviceAccountName": "spark", "containers": [
+        {"name": "a", "image": "x:1"}]}}  # fmt: skip
+    with pytest.raises(ForbiddenError, match='serviceaccount "spark" not found'):
+        fake.create(PODS, "ns", body)
+    fake.create(SERVICE_ACCOUNTS, "other", {"metadata": {"name": "spark"}})
+    with pytest.raises(ForbiddenError):  # another namespace's account is no help
+        fake.create(PODS, "ns", body)
+    fake.create(SERVICE_ACCOUNTS, "ns", {"metadata": {"name": "spark"}})
+    assert fake.create(PODS, "ns", body)["spec"]["serviceAccountName"] == "spark"
