@@ -30,11 +30,11 @@ from k8s_backend.testing.fake_deletion import Deletions
 from k8s_backend.testing.fake_errors import bad_request
 from k8s_backend.testing.fake_fault_controls import FaultControls
 from k8s_backend.testing.fake_faults import Call, FaultInjector, check_verb
-from k8s_backend.testing.fake_server import FakeServer
+from k8s_backend.testing.fake_server import SERVICE_ACCOUNTS, FakeServer
 from k8s_backend.testing.fake_store import json_copy
 from k8s_backend.testing.fake_watch import FakeWatchStream
 
-__all__ = ["Call", "FakeKubernetes", "FakeWatchStream"]
+__all__ = ["SERVICE_ACCOUNTS", "Call", "FakeKubernetes", "FakeWatchStream"]
 
 
 def _name_of(body: Any) -> str | None:
@@ -56,7 +56,8 @@ class FakeKubernetes(FaultControls):
     :param seed: seeds the uids and generated names, for reproducible runs.
     :param namespaces: namespaces to create at once. As on a real server, objects can only be created
         in a namespace that exists: these, the ones created later, and ``default``, ``kube-system``,
-        ``kube-public`` and ``kube-node-lease``, which always exist.
+        ``kube-public`` and ``kube-node-lease``, which always exist. Likewise a pod may only name a
+        ServiceAccount that exists in its namespace (``create(SERVICE_ACCOUNTS, ...)``), or ``default``.
     """
 
     def __init__(

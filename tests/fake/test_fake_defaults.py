@@ -7,9 +7,8 @@ import pytest
 from fake_support import TEST_NAMESPACES
 
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, ForbiddenError
-from k8s_backend.testing.fake import FakeKubernetes
+from k8s_backend.testing.fake import SERVICE_ACCOUNTS, FakeKubernetes
 from k8s_backend.testing.fake_defaults import canonical_quantity
-from k8s_backend.testing.fake_server import SERVICE_ACCOUNTS
 
 
 @pytest.mark.parametrize(
