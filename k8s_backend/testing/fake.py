@@ -21,19 +21,20 @@ from __future__ import annotations
 import builtins
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
-from k8s_backend.kube.port import MERGE_PATCH, PODS, ApiError, Obj, ObjectList, Resource
+from k8s_backend.kube.port import MERGE_PATCH, NAMESPACES, PODS, ApiError, Obj, ObjectList, Resource
 from k8s_backend.scheduling import Clock, ManualClock, SystemClock
 from k8s_backend.testing.fake_deletion import Deletions
 from k8s_backend.testing.fake_errors import bad_request
 from k8s_backend.testing.fake_fault_controls import FaultControls
 from k8s_backend.testing.fake_faults import Call, FaultInjector, check_verb
-from k8s_backend.testing.fake_server import FakeServer
+from k8s_backend.testing.fake_server import SERVICE_ACCOUNTS, FakeServer
 from k8s_backend.testing.fake_store import json_copy
 from k8s_backend.testing.fake_watch import FakeWatchStream
 
-__all__ = ["Call", "FakeKubernetes", "FakeWatchStream"]
+__all__ = ["SERVICE_ACCOUNTS", "Call", "FakeKubernetes", "FakeWatchStream"]
 
 
 def _name_of(body: Any) -> str | None:
@@ -53,6 +54,10 @@ class FakeKubernetes(FaultControls):
     :param graceful_pod_deletion: True keeps deleted pods (with deletionTimestamp) for their grace
         period, until :meth:`finalize` or until :meth:`tick` sees the period has passed.
     :param seed: seeds the uids and generated names, for reproducible runs.
+    :param namespaces: namespaces to create at once. As on a real server, objects can only be created
+        in a namespace that exists: these, the ones created later, and ``default``, ``kube-system``,
+        ``kube-public`` and ``kube-node-lease``, which always exist. Likewise a pod may only name a
+        ServiceAccount that exists in its namespace (``create(SERVICE_ACCOUNTS, ...)``), or ``default``.
     """
 
     def __init__(
@@ -63,6 +68,7 @@ class FakeKubernetes(FaultControls):
         graceful_pod_deletion: bool = False,
         *,
         seed: int | None = None,
+        namespaces: Iterable[str] = (),
     ) -> None:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._lock = threading.RLock()
@@ -72,6 +78,9 @@ class FakeKubernetes(FaultControls):
         self._deletions = Deletions(self._server, graceful_pod_deletion=graceful_pod_deletion)
         self._faults = FaultInjector()
         self._calls: list[Call] = []
+        with self._lock:
+            for namespace in namespaces:
+                self._server.create(NAMESPACES, None, {"metadata": {"name": namespace}})
 
     @property
     def clock(self) -> Clock:

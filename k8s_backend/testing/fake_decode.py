@@ -5,6 +5,7 @@ These are 400 BadRequest answers, not 422 Invalid: the body cannot be read as th
 - A custom resource (a group other than the core API and not built in) must name its ``apiVersion``
   and ``kind``: the server reads it as unstructured data, which has no type of its own. A built-in
   kind's body may leave them out (the URL says what it is).
+- A pod's int64 fields (``terminationGracePeriodSeconds``, ``activeDeadlineSeconds``) must fit.
 - A pod's container resource quantities must parse. As Go's ``Quantity.UnmarshalJSON`` does, blanks
   around the text are ignored (``" 1Gi"`` is stored as ``"1Gi"``).
 """
@@ -36,6 +37,7 @@ def decode(resource: Resource, body: Obj) -> Obj:
         _check_type_fields(resource, body)
     if res_key(resource) == res_key(PODS):
         _decode_pod_quantities(body)
+        _decode_pod_integers(body)
     return body
 
 
@@ -82,6 +84,26 @@ def _decoded_quantity(quantity: Any) -> Any:
             raise _cannot_decode("unable to parse quantity's suffix") from None
         raise _cannot_decode(f"quantities must match the regular expression '{QUANTITY_PATTERN}'") from None
     return text
+
+
+_INT64 = range(-(2**63), 2**63)
+_POD_INT64_FIELDS = ("terminationGracePeriodSeconds", "activeDeadlineSeconds")
+
+
+def _decode_pod_integers(pod: Obj) -> None:
+    """int64 fields of a pod's spec must hold a whole number that fits (Go's JSON decoder)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    for field in _POD_INT64_FIELDS:
+        value = spec.get(field)
+        if value is None or isinstance(value, bool):
+            continue
+        fits = isinstance(value, int) and value in _INT64
+        whole = isinstance(value, float) and value.is_integer() and int(value) in _INT64
+        if not (fits or whole):
+            where = f"Go struct field PodSpec.spec.{field} of type int64"
+            raise _cannot_decode(f"json: cannot unmarshal number {value} into {where}")
 
 
 def _cannot_decode(reason: str) -> ApiError:

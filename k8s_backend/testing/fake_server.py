@@ -17,6 +17,7 @@ from k8s_backend.kube import resource_version as versions
 from k8s_backend.kube.port import NAMESPACES, PODS, Obj, ObjectList, Resource
 from k8s_backend.scheduling import Clock
 from k8s_backend.testing.fake_decode import decode
+from k8s_backend.testing.fake_defaults import apply_defaults, canonical_resources, omit_empty_maps
 from k8s_backend.testing.fake_errors import (
     REQUIRED,
     FieldError,
@@ -41,6 +42,8 @@ from k8s_backend.testing.fake_watch import (
     WatchFilter,
 )
 
+SERVICE_ACCOUNTS = Resource("ServiceAccount", "serviceaccounts")
+BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's: no vowels, no look-alikes
 _SYSTEM_FIELDS = ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "uid", "generation")
 
@@ -153,13 +156,39 @@ class FakeServer:
         if not isinstance(name, str):
             raise bad_request(f"metadata.name must be a string, got {name!r}")
         meta["name"] = name
+        apply_defaults(resource, obj)
+        canonical_resources(resource, obj)
         errors = validate_object(resource, obj)
         if errors:
             raise invalid(resource, str(name), errors)
         key = self.key(resource, meta.get("namespace"), str(name))
+        if resource.namespaced:
+            self._check_namespace(str(meta["namespace"]))
+        if res_key(resource) == res_key(PODS):
+            self._check_service_account(str(meta["namespace"]), str(name), obj.get("spec") or {})
         if self.store.get(key) is not None:
             raise already_exists(resource, str(name))
         return self.write(resource, key, obj, None)
+
+    def _check_service_account(self, namespace: str, name: str, spec: Obj) -> None:
+        """403 for a pod naming a ServiceAccount that does not exist (the ServiceAccount admission
+        plugin); every namespace's ``default`` exists (the controller manager creates it)."""
+        account = str(spec.get("serviceAccountName") or "default")
+        if account == "default" or self.store.get(self.key(SERVICE_ACCOUNTS, namespace, account)) is not None:
+            return
+        message = (
+            f'pods "{name}" is forbidden: error looking up service account {namespace}/{account}: '
+            f'serviceaccount "{account}" not found'
+        )
+        raise api_error(403, "Forbidden", message, resource=PODS, name=name)
+
+    def _check_namespace(self, namespace: str) -> None:
+        """404 for a create in a namespace that does not exist (the NamespaceLifecycle admission plugin);
+        the namespaces every cluster has exist without being created."""
+        if namespace in BUILT_IN_NAMESPACES:
+            return
+        if self.store.get(self.key(NAMESPACES, None, namespace)) is None:
+            raise not_found(NAMESPACES, namespace)
 
     @staticmethod
     def check_type(resource: Resource, obj: Obj) -> None:
@@ -300,6 +329,8 @@ class FakeServer:
                 proposed["status"] = json_copy(current["status"])
             else:
                 proposed.pop("status", None)
+        omit_empty_maps(proposed)
+        canonical_resources(resource, proposed)
         errors += validate_object(resource, proposed)
         if errors:
             raise invalid(resource, current_meta["name"], errors)

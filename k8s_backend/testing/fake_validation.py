@@ -16,9 +16,10 @@ from k8s_backend.kube.labels import (
     label_value_errors,
 )
 from k8s_backend.kube.names import config_key_errors, dns1123_label_errors, dns1123_subdomain_errors
-from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, SERVICES, Obj, Resource
+from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, PVCS, SERVICES, Obj, Resource
 from k8s_backend.kube.quantity import QUANTITY_PATTERN, parse_quantity
 from k8s_backend.testing.fake_errors import DUPLICATE, FORBIDDEN, INVALID, REQUIRED, TOO_LONG, FieldError
+from k8s_backend.testing.fake_validation_paths import claim_errors, pod_path_errors
 
 # The name rules (patterns, limits, the server's messages) live in kube/names.py.
 NameCheck = Callable[[str], list[str]]
@@ -55,6 +56,10 @@ def validate_object(resource: Resource, obj: Obj) -> list[FieldError]:
     errors += _validate_owner_references(meta.get("ownerReferences"))
     if _same(resource, PODS):
         errors += _validate_pod_spec(obj.get("spec"))
+        if isinstance(obj.get("spec"), dict):
+            errors += pod_path_errors(obj["spec"])
+    elif _same(resource, PVCS):
+        errors += claim_errors(obj)
     elif _same(resource, CONFIG_MAPS):
         errors += _validate_config_map(obj)
     return errors

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from cli_support import Wrapped, cli
 
-from k8s_backend.kube.port import PODS, Resource
+from k8s_backend.kube.port import NAMESPACES, PODS, Resource
 from k8s_backend.pods.objects import owner_reference
 from k8s_backend.testing.fake import FakeKubernetes
 
@@ -92,6 +92,7 @@ def test_list_shows_cluster_and_client_mode_applications(fake: FakeKubernetes) -
 
 
 def test_list_in_all_namespaces_and_with_a_selector(fake: FakeKubernetes) -> None:
+    fake.create(NAMESPACES, None, {"metadata": {"name": "far"}})
     make_pod(fake, "far-driver", "spark-" + "9" * 32, "driver", namespace="far")
     assert "far:far-driver" not in cli(["list", *M], fake).out
     assert "far:far-driver" in cli(["list", *M, "-A"], fake).out

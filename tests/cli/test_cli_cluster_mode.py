@@ -118,7 +118,7 @@ def test_a_bad_value_found_while_planning_creates_nothing(tmp_path: Path) -> Non
 
 
 def test_the_namespace_is_used_everywhere() -> None:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=["team"])
     result = cli(
         submit(
             "--conf",

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
 import pytest
+from contract_objects import NAMESPACES_USED
 from contract_support import Control, FakeControl, StreamReader
 
 from k8s_backend.kube.port import KubernetesApi, WatchStream
@@ -45,7 +46,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @contextlib.contextmanager
 def fake_adapter() -> Iterator[tuple[KubernetesApi, Control]]:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=NAMESPACES_USED)
     try:
         yield fake, FakeControl(fake)
     finally:
@@ -60,7 +61,7 @@ def http_adapter() -> Iterator[tuple[KubernetesApi, Control]]:
     from k8s_backend.kube.retry import RetryPolicy
     from k8s_backend.local.apiserver import ApiServer
 
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=NAMESPACES_USED)
     with ApiServer(fake, token="contract-token") as server:
         api = OfficialKubernetesApi.from_conf(
             ApiClientConf(master=server.url, oauth_token="contract-token"),

@@ -7,6 +7,8 @@ from typing import Any
 from k8s_backend.kube.port import Obj
 
 NS = "contract"
+NAMESPACES_USED = (NS, "other", "elsewhere")
+"""The namespaces the tests use: they exist before each test, on every target."""
 
 
 def pod(name: str, labels: dict[str, str] | None = None, **extra: Any) -> Obj:

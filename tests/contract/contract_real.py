@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from contract_objects import NAMESPACES_USED
 from contract_support import EVENT_TIMEOUT
 
 from k8s_backend.kube.port import (
@@ -33,7 +34,6 @@ from k8s_backend.kube.port import (
 from k8s_backend.local.control_plane import BuildError, ControlPlane, ControlPlaneBuilder
 from k8s_backend.local.control_plane.runner import DEFAULT_CONTROLLERS
 
-NAMESPACES_USED = ("contract", "other", "elsewhere")
 CREATED_BY_TESTS = ("team-a", "doomed")
 KINDS = (PODS, CONFIG_MAPS, SERVICES, PVCS, POD_GROUPS)
 _WATCH_GAUGE = re.compile(r"^apiserver_longrunning_requests\{([^}]*)\}\s+(\S+)", re.MULTILINE)

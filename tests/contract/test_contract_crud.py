@@ -259,7 +259,6 @@ def test_injected_errors_reach_the_caller_once(api: KubernetesApi, control: Cont
         api.create(CONFIG_MAPS, NS, config_map("c"))
 
 
-@pytest.mark.fake_differs("the fakes store quantities as sent and do not default requests from limits")
 def test_quantities_are_canonical_and_requests_default_to_limits(api: KubernetesApi) -> None:
     body = pod("p1")
     body["spec"]["containers"][0]["resources"] = {
@@ -274,9 +273,6 @@ def test_quantities_are_canonical_and_requests_default_to_limits(api: Kubernetes
     assert created["status"]["qosClass"] == "Burstable"
 
 
-@pytest.mark.fake_differs(
-    "the fakes do not fill a pod's defaults (restartPolicy, dnsPolicy, imagePullPolicy, ...)"
-)
 def test_pod_defaults_are_filled_in(api: KubernetesApi) -> None:
     created = api.create(PODS, NS, pod("p1"))
     spec = created["spec"]
@@ -292,13 +288,11 @@ def test_pod_defaults_are_filled_in(api: KubernetesApi) -> None:
     assert container["terminationMessagePath"] == "/dev/termination-log"
 
 
-@pytest.mark.fake_differs("the fakes keep empty maps; the real server omits them (omitempty)")
 def test_empty_labels_are_omitted(api: KubernetesApi) -> None:
     created = api.create(PODS, NS, pod("p1", {}))
     assert "labels" not in created["metadata"]
 
 
-@pytest.mark.fake_differs("the fakes create objects in namespaces that do not exist")
 def test_creating_in_a_namespace_that_does_not_exist_is_not_found(api: KubernetesApi) -> None:
     with pytest.raises(NotFoundError) as caught:
         api.create(CONFIG_MAPS, "no-such-namespace", config_map("c"))

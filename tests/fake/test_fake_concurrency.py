@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from fake_support import TEST_NAMESPACES
 from pytest_mock import MockerFixture
 
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, Obj
@@ -20,7 +21,7 @@ def pod(name: str) -> Obj:
 
 
 def test_concurrent_writers_get_distinct_versions_and_a_watcher_sees_them_in_order() -> None:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
     writers, per_writer = 4, 50
     stream = fake.watch(PODS, "ns", resource_version=fake.resource_version)
     seen: list[int] = []
@@ -53,7 +54,7 @@ def test_concurrent_writers_get_distinct_versions_and_a_watcher_sees_them_in_ord
 
 @pytest.mark.parametrize("stored", [10, 1000])
 def test_a_write_is_matched_against_watchers_not_stored_objects(stored: int, mocker: MockerFixture) -> None:
-    fake = FakeKubernetes(watch_blocking=False)
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES, watch_blocking=False)
     for i in range(stored):
         fake.create(CONFIG_MAPS, "ns", {"metadata": {"name": f"c{i}"}})
     pod_watches = [fake.watch(PODS, "ns", resource_version=fake.resource_version) for _ in range(3)]

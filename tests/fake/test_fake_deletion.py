@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fake_support import TEST_NAMESPACES
 
 from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS, BadRequestError, NotFoundError, Obj
 from k8s_backend.scheduling import ManualClock, SystemClock
@@ -45,7 +46,9 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def fake(clock: ManualClock) -> FakeKubernetes:
-    return FakeKubernetes(clock=clock, watch_blocking=False, graceful_pod_deletion=True)
+    return FakeKubernetes(
+        namespaces=TEST_NAMESPACES, clock=clock, watch_blocking=False, graceful_pod_deletion=True
+    )
 
 
 def history(fake: FakeKubernetes, since: str, resource: object = PODS) -> list[tuple[str, str]]:
@@ -76,7 +79,7 @@ def test_graceful_deletion_ends_when_the_clock_passes_the_deadline(fake: FakeKub
 
 
 def test_tick_uses_any_clock(clock: ManualClock) -> None:
-    fake = FakeKubernetes(clock=clock, graceful_pod_deletion=True)
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES, clock=clock, graceful_pod_deletion=True)
     fake.create(PODS, "ns", pod("p", grace=5))
     fake.delete(PODS, "ns", "p")
     fake.tick()
@@ -88,7 +91,7 @@ def test_tick_uses_any_clock(clock: ManualClock) -> None:
 
 def test_advance_needs_a_manual_clock() -> None:
     with pytest.raises(TypeError, match="ManualClock"):
-        FakeKubernetes(clock=SystemClock()).advance(1)
+        FakeKubernetes(namespaces=TEST_NAMESPACES, clock=SystemClock()).advance(1)
 
 
 def test_explicit_grace_period_overrides_the_pod_and_zero_is_immediate(fake: FakeKubernetes) -> None:
@@ -125,7 +128,7 @@ def test_terminated_pods_are_removed_at_once(fake: FakeKubernetes) -> None:
 
 
 def test_without_graceful_deletion_pods_go_at_once_with_a_deletion_timestamp(clock: ManualClock) -> None:
-    fake = FakeKubernetes(clock=clock, watch_blocking=False)
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES, clock=clock, watch_blocking=False)
     created = fake.create(PODS, "ns", pod("p", grace=30))
     fake.delete(PODS, "ns", "p")
     assert fake.objects(PODS) == []
@@ -220,7 +223,7 @@ def test_a_patch_that_drops_the_owner_reference_stops_collection(fake: FakeKuber
 
 
 def test_long_ownership_chains_do_not_recurse(clock: ManualClock) -> None:
-    fake = FakeKubernetes(clock=clock)
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES, clock=clock)
     previous = fake.create(CONFIG_MAPS, "ns", cm("c0"))
     for i in range(1, 1500):
         previous = fake.create(CONFIG_MAPS, "ns", cm(f"c{i}", owners=[previous]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fake_support import TEST_NAMESPACES
 
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
@@ -31,7 +32,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def fake(clock: ManualClock) -> FakeKubernetes:
-    return FakeKubernetes(clock=clock, watch_blocking=False)
+    return FakeKubernetes(namespaces=TEST_NAMESPACES, clock=clock, watch_blocking=False)
 
 
 def test_fail_next_defaults_to_one_server_error_without_side_effects(fake: FakeKubernetes) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fake_support import TEST_NAMESPACES
 from pytest_mock import MockerFixture
 
 from k8s_backend.kube.port import (
@@ -33,7 +34,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def fake(clock: ManualClock) -> FakeKubernetes:
-    return FakeKubernetes(clock=clock, seed=7)
+    return FakeKubernetes(namespaces=TEST_NAMESPACES, clock=clock, seed=7)
 
 
 def test_is_a_kubernetes_api(fake: FakeKubernetes) -> None:
@@ -60,12 +61,12 @@ def test_resource_version_is_global_and_bumped_on_every_write(fake: FakeKubernet
 
 def test_empty_store_never_reports_version_zero() -> None:
     # "0" would mean "any version" to a watch resuming from this list.
-    assert FakeKubernetes().list(PODS, "ns").resource_version != "0"
+    assert FakeKubernetes(namespaces=TEST_NAMESPACES).list(PODS, "ns").resource_version != "0"
 
 
 def test_uids_and_generated_names_are_reproducible_with_a_seed(clock: ManualClock) -> None:
     def run() -> tuple[str, str]:
-        fake = FakeKubernetes(clock=clock, seed=3)
+        fake = FakeKubernetes(namespaces=TEST_NAMESPACES, clock=clock, seed=3)
         created = fake.create(PODS, "ns", {**pod(""), "metadata": {"generateName": "exec-"}})
         return created["metadata"]["uid"], created["metadata"]["name"]
 
@@ -117,9 +118,11 @@ def test_server_fields_in_the_body_are_replaced(fake: FakeKubernetes) -> None:
 
 
 def test_pods_start_pending_unless_a_phase_is_given(fake: FakeKubernetes) -> None:
-    assert fake.create(PODS, "ns", pod("a"))["status"] == {"phase": "Pending"}
+    # qosClass: the API server sets it from the containers' resources (none here).
+    assert fake.create(PODS, "ns", pod("a"))["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
     assert fake.create(PODS, "ns", {**pod("b"), "status": {"phase": "Running"}})["status"] == {
-        "phase": "Running"
+        "phase": "Running",
+        "qosClass": "BestEffort",
     }
 
 
@@ -190,5 +193,6 @@ def test_non_numeric_resource_versions_are_bad_requests(fake: FakeKubernetes) ->
 
 
 def test_repr_is_short(fake: FakeKubernetes) -> None:
+    before = int(fake.resource_version)  # the test namespaces were created first
     fake.create(PODS, "ns", pod("a"))
-    assert repr(fake) == "<FakeKubernetes rv=2 pods=1>"
+    assert repr(fake) == f"<FakeKubernetes rv={before + 1} pods=1>"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from fake_support import TEST_NAMESPACES
 
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.backend_state import BackendState
@@ -20,7 +21,7 @@ def pod(name: str) -> dict[str, object]:
 
 def test_at_most_r_creates_a_second_then_429_with_the_wait_until_a_slot_frees() -> None:
     clock = ManualClock(100.0)
-    fake = FakeKubernetes(clock=clock)
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES, clock=clock)
     fake.limit_rate(3, "create", PODS)
     for i in range(3):
         fake.create(PODS, "default", pod(f"p{i}"))
@@ -40,11 +41,11 @@ def test_at_most_r_creates_a_second_then_429_with_the_wait_until_a_slot_frees() 
 
 def test_a_bad_rate_is_refused() -> None:
     with pytest.raises(ValueError, match="rate limit"):
-        FakeKubernetes().limit_rate(-1)
+        FakeKubernetes(namespaces=TEST_NAMESPACES).limit_rate(-1)
 
 
 def test_the_backend_converges_to_exactly_the_target_under_the_limit() -> None:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
     fake.limit_rate(10, "create", PODS)
     backend = KubernetesClusterSchedulerBackend.create(
         {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fake_support import TEST_NAMESPACES
 
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
@@ -41,7 +42,7 @@ def typed(resource: Resource, body: Obj) -> Obj:
 
 def message_of(resource: Resource, body: Obj) -> str:
     with pytest.raises(InvalidError) as caught:
-        FakeKubernetes().create(resource, "ns", body)
+        FakeKubernetes(namespaces=TEST_NAMESPACES).create(resource, "ns", body)
     return caught.value.message
 
 
@@ -63,7 +64,7 @@ def message_of(resource: Resource, body: Obj) -> str:
 )
 def test_name_rules_depend_on_the_kind(resource: Resource, name: str, ok: bool) -> None:
     body = pod(name) if resource == PODS else typed(resource, {"metadata": {"name": name}})
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
     if ok:
         fake.create(resource, "ns", body)
     else:
@@ -73,7 +74,7 @@ def test_name_rules_depend_on_the_kind(resource: Resource, name: str, ok: bool) 
 
 def test_invalid_namespace_names_are_rejected() -> None:
     with pytest.raises(InvalidError, match=r"metadata\.namespace"):
-        FakeKubernetes().create(CONFIG_MAPS, "Bad_NS", {"metadata": {"name": "c"}})
+        FakeKubernetes(namespaces=TEST_NAMESPACES).create(CONFIG_MAPS, "Bad_NS", {"metadata": {"name": "c"}})
 
 
 def test_the_message_reads_like_the_api_server() -> None:
@@ -154,11 +155,15 @@ def test_unreadable_quantities_are_bad_requests_as_the_body_cannot_be_decoded(
 ) -> None:
     # A real API server answers 400 (the body is not a Pod), not 422 with the field.
     with pytest.raises(BadRequestError, match=fragment):
-        FakeKubernetes().create(PODS, "ns", pod(containers=[container(limits={"memory": quantity})]))
+        FakeKubernetes(namespaces=TEST_NAMESPACES).create(
+            PODS, "ns", pod(containers=[container(limits={"memory": quantity})])
+        )
 
 
 def test_blanks_around_a_quantity_are_trimmed() -> None:
-    created = FakeKubernetes().create(PODS, "ns", pod(containers=[container(limits={"memory": " 1Gi"})]))
+    created = FakeKubernetes(namespaces=TEST_NAMESPACES).create(
+        PODS, "ns", pod(containers=[container(limits={"memory": " 1Gi"})])
+    )
     assert created["spec"]["containers"][0]["resources"]["limits"]["memory"] == "1Gi"
 
 
@@ -173,7 +178,7 @@ def test_blanks_around_a_quantity_are_trimmed() -> None:
     ],
 )
 def test_valid_resources_are_accepted(resources: Obj) -> None:
-    FakeKubernetes().create(PODS, "ns", pod(containers=[container(**resources)]))
+    FakeKubernetes(namespaces=TEST_NAMESPACES).create(PODS, "ns", pod(containers=[container(**resources)]))
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from fake_support import TEST_NAMESPACES
 
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, GoneError, Obj, WatchEvent
 from k8s_backend.testing import FakeKubernetes
@@ -24,7 +25,7 @@ def summary(events: list[WatchEvent]) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def fake() -> FakeKubernetes:
-    return FakeKubernetes(watch_blocking=False)
+    return FakeKubernetes(namespaces=TEST_NAMESPACES, watch_blocking=False)
 
 
 def test_non_blocking_streams_end_when_nothing_is_buffered(fake: FakeKubernetes) -> None:
@@ -54,7 +55,7 @@ def test_watch_with_version_zero_starts_with_the_current_objects(fake: FakeKuber
 
 
 def test_history_window_answers_gone_beyond_it() -> None:
-    fake = FakeKubernetes(history_size=2, watch_blocking=False)
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES, history_size=2, watch_blocking=False)
     start = fake.resource_version
     first = fake.create(CONFIG_MAPS, "ns", {"metadata": {"name": "a"}})
     fake.create(CONFIG_MAPS, "ns", {"metadata": {"name": "b"}})
@@ -67,7 +68,7 @@ def test_history_window_answers_gone_beyond_it() -> None:
 
 
 def test_without_history_only_the_current_version_can_be_watched() -> None:
-    fake = FakeKubernetes(history_size=0, watch_blocking=False)
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES, history_size=0, watch_blocking=False)
     start = fake.resource_version
     fake.create(CONFIG_MAPS, "ns", {"metadata": {"name": "a"}})
     with pytest.raises(GoneError):
@@ -92,7 +93,7 @@ def test_compact_can_keep_the_last_events(fake: FakeKubernetes) -> None:
 
 def test_history_size_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="history_size"):
-        FakeKubernetes(history_size=-1)
+        FakeKubernetes(namespaces=TEST_NAMESPACES, history_size=-1)
 
 
 def test_bookmarks_go_only_to_streams_that_allow_them(fake: FakeKubernetes) -> None:
@@ -166,7 +167,7 @@ def read_in_thread(stream: FakeWatchStream) -> tuple[threading.Thread, list[Watc
 
 
 def test_close_unblocks_a_waiting_reader() -> None:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
     stream = fake.watch(PODS, "ns", resource_version=fake.resource_version)
     thread, events, _ = read_in_thread(stream)
     stream.close()
@@ -176,7 +177,7 @@ def test_close_unblocks_a_waiting_reader() -> None:
 
 
 def test_drop_watches_ends_every_blocked_stream_and_discards_unread_events() -> None:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
     streams = [fake.watch(PODS, "ns", resource_version=fake.resource_version) for _ in range(3)]
     unread = fake.watch(CONFIG_MAPS, "ns", resource_version=fake.resource_version)
     fake.create(CONFIG_MAPS, "ns", {"metadata": {"name": "c"}})
@@ -190,7 +191,7 @@ def test_drop_watches_ends_every_blocked_stream_and_discards_unread_events() -> 
 
 
 def test_timeout_ends_a_blocking_stream_with_a_bookmark() -> None:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
     created = fake.create(PODS, "ns", pod("a"))
     stream = fake.watch(PODS, "ns", resource_version="", timeout_seconds=0.05)  # type: ignore[arg-type]
     events = list(stream)
@@ -202,7 +203,7 @@ def test_timeout_ends_a_blocking_stream_with_a_bookmark() -> None:
 
 @pytest.mark.parametrize("timeout", [None, 0])
 def test_a_blocked_reader_receives_later_events(timeout: int | None) -> None:
-    fake = FakeKubernetes()
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES)
     stream = fake.watch(PODS, "ns", resource_version=fake.resource_version, timeout_seconds=timeout)
     received = threading.Event()
     seen: list[str] = []

@@ -85,6 +85,7 @@ def test_namespaces_are_cluster_scoped(api: OfficialKubernetesApi) -> None:
 
 
 def test_label_and_field_selectors(api: OfficialKubernetesApi, fake: FakeKubernetes) -> None:
+    fake.create(NAMESPACES, None, {"metadata": {"name": "other"}})
     api.create(PODS, "default", pod("a", app="x", role="exec"))
     api.create(PODS, "default", pod("b", app="x", role="driver"))
     api.create(PODS, "other", pod("c", "other", app="x", role="exec"))

@@ -93,7 +93,7 @@ def test_watch_failure_becomes_an_error_event() -> None:
 
 
 def test_single_object_watch_selects_by_name() -> None:
-    fake = FakeKubernetes(watch_blocking=False)
+    fake = FakeKubernetes(watch_blocking=False, namespaces=["ns"])
     fake.create(
         PODS, "ns", {"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
     )

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from real_backend_support import FAST_JVM, wait_until
 
-from k8s_backend.kube.port import CONFIG_MAPS, PODS
+from k8s_backend.kube.port import CONFIG_MAPS, NAMESPACES, PODS
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.testing import LocalCluster
 
@@ -126,6 +126,8 @@ def run_driver(
     """Run the driver to its end (signalled while a job runs, or while its context waits for an executor
     that cannot start); what it left on the cluster, its exit code and its output (stdout and stderr)."""
     namespace, ready, log_path = how, tmp_path / f"{how}.ready", tmp_path / f"{how}.log"
+    if not any(n["metadata"]["name"] == namespace for n in cluster.fake.objects(NAMESPACES)):
+        cluster.fake.create(NAMESPACES, None, {"metadata": {"name": namespace}})  # as on a real cluster
     command = [
         sys.executable, "-c", DRIVER,
         cluster.url, cluster.token, namespace, image, how, str(ready), FAST_JVM,

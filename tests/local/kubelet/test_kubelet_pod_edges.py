@@ -81,7 +81,7 @@ def test_pods_bound_to_other_nodes_are_left_alone(fake: FakeKubernetes, kubelet:
     fake.create(PODS, "default", python_pod("elsewhere", "pass", nodeName="node-99"))
     fake.create(PODS, "default", python_pod("here", "pass"))
     wait_phase(kubelet, fake, "here", "Succeeded")
-    assert fake.get(PODS, "default", "elsewhere")["status"] == {"phase": "Pending"}
+    assert fake.get(PODS, "default", "elsewhere")["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
 
 
 def test_the_kubelet_keeps_watching_after_its_watch_is_dropped(
