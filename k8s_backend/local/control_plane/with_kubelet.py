@@ -14,10 +14,12 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from k8s_backend.kube.port import ApiError, Obj
 from k8s_backend.local.control_plane.runner import ControlPlane, ControlPlaneError
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
+from k8s_backend.local.kubelet.container import HostEnvironment
 from k8s_backend.local.kubelet.remote import NODES, RemoteKubeletApi
 
 log = logging.getLogger(__name__)
@@ -69,8 +71,14 @@ class KubeletControlPlane:
         try:
             self.control_plane.start()
             api = RemoteKubeletApi(self.control_plane.api(kubeconfig=self.control_plane.kubelet_kubeconfig))
+            # Pods run on this host's network: the kubernetes Service is the API server's own address.
+            endpoint = urlsplit(self.control_plane.url)
+            host = HostEnvironment.detect().with_api_service(
+                endpoint.hostname or "127.0.0.1", endpoint.port or 443
+            )
             self._kubelet = ProcessKubelet(
                 api,
+                host=host,
                 work_dir=self._work_dir,
                 nodes=self._nodes,
                 run_processes=self._run_processes,
