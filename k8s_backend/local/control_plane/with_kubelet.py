@@ -59,6 +59,9 @@ class KubeletControlPlane:
         self._ready_timeout = ready_timeout
         self.control_plane = ControlPlane(admin_token=admin_token)
         self._kubelet: ProcessKubelet | None = None
+        self.timings: dict[str, float] = {}
+        """Seconds from the start of ``start()``: the control plane's (``readyz``,
+        ``default_service_account``) and ``nodes_ready`` (every node Ready and schedulable)."""
 
     @property
     def kubelet(self) -> ProcessKubelet:
@@ -68,6 +71,7 @@ class KubeletControlPlane:
 
     def start(self) -> KubeletControlPlane:
         """Start the control plane, then the kubelet; wait until every node is schedulable."""
+        started = time.monotonic()
         try:
             self.control_plane.start()
             api = RemoteKubeletApi(self.control_plane.api(kubeconfig=self.control_plane.kubelet_kubeconfig))
@@ -88,6 +92,7 @@ class KubeletControlPlane:
             )
             self._kubelet.start()
             self._wait_schedulable()
+            self.timings = {**self.control_plane.timings, "nodes_ready": time.monotonic() - started}
         except BaseException:
             self.stop()
             raise
