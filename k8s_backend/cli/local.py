@@ -169,7 +169,8 @@ def describe(
         backend_auth += f"\n  spark.kubernetes.authenticate.caCertFile={ca_cert}"
     return f"""\
 k8s-backend local cluster is running.
-  API server:  {url}  ({kind})
+  API server:  {url}
+  served by:   {kind}
   kubeconfig:  {kubeconfig}
   work dir:    {work_dir}  (container logs under pods/<namespace>_<pod>_<uid>/logs/)
 

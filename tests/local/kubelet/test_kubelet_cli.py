@@ -135,5 +135,11 @@ def test_a_real_control_plane_without_go_is_one_line_naming_what_to_install(
 
 def test_the_instructions_say_which_control_plane_runs() -> None:
     real = describe("https://127.0.0.1:1", "/k", "/w", "t", "img", "/ca", control_plane="kubernetes")
-    assert "(a real control plane (kube-apiserver, etcd, kube-scheduler, kube-controller-manager))" in real
-    assert "(the embedded API server)" in describe("https://127.0.0.1:1", "/k", "/w", "t", "img", "/ca")
+    assert "API server:  https://127.0.0.1:1\n" in real  # the URL ends its line, for scripts
+    assert (
+        "served by:   a real control plane (kube-apiserver, etcd, kube-scheduler, kube-controller-manager)"
+        in real
+    )
+    assert "served by:   the embedded API server" in describe(
+        "https://127.0.0.1:1", "/k", "/w", "t", "img", "/ca"
+    )
