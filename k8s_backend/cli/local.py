@@ -12,6 +12,7 @@ from k8s_backend.local.images import default_spark_image
 from k8s_backend.local.kubelet.nodes import Node
 
 LOOPBACK_NAMES = ("localhost",)
+CONTROL_PLANES = ("embedded", "kubernetes")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -22,7 +23,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=(
             "Start a Kubernetes API server on this machine with a kubelet that runs pods as local "
             "processes (Spark executor pods become JVMs on pyspark's jars). Runs until Ctrl-C; every "
-            "process it started is stopped on exit."
+            "process it started is stopped on exit. --control-plane kubernetes runs a real control plane "
+            "(kube-apiserver, etcd, kube-scheduler, kube-controller-manager, built from the official Go "
+            "modules on first use) instead of the embedded API server."
         ),
     )
     configure_parser(parser)
@@ -32,6 +35,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The ``local`` options, on any parser."""
+    parser.add_argument(
+        "--control-plane",
+        choices=CONTROL_PLANES,
+        default="embedded",
+        help="embedded: the fast in-process API server (default); kubernetes: a real kube-apiserver, etcd, "
+        "kube-scheduler and kube-controller-manager on 127.0.0.1 (https, RBAC), built with Go into "
+        "~/.cache/k8s_backend (or $K8S_BACKEND_CACHE_DIR) the first time (~10 minutes)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free port)")
     parser.add_argument(
@@ -81,6 +92,40 @@ def _nodes(args: argparse.Namespace) -> list[Node] | None:
     return [Node.of(f"node-{i + 1}", cpu=cpu, memory=memory) for i in range(args.nodes)]
 
 
+def control_plane_problem(args: argparse.Namespace) -> str | None:
+    """Why the options do not fit ``--control-plane kubernetes`` (it listens on free 127.0.0.1 ports and
+    serves https only), or None."""
+    if getattr(args, "control_plane", "embedded") != "kubernetes":
+        return None
+    clashes = [
+        flag
+        for flag, given in (
+            (f"--host {args.host}", args.host != "127.0.0.1"),
+            (f"--port {args.port}", args.port != 0),
+            ("--no-tls", args.no_tls),
+        )
+        if given
+    ]
+    if not clashes:
+        return None
+    return (
+        f"{', '.join(clashes)}: not with --control-plane kubernetes, which serves https on a free port of "
+        "127.0.0.1 only; leave them out (the URL is printed once it is up)"
+    )
+
+
+def ensure_control_plane(err: TextIO) -> str | None:
+    """Build the real control plane into its cache unless it is there (progress on ``err``); the one-line
+    reason it cannot be built (no Go, a failed build), or None."""
+    from k8s_backend.local.control_plane import BuildError, ControlPlaneBuilder
+
+    try:
+        ControlPlaneBuilder(progress=lambda line: print(line, file=err, flush=True)).ensure()
+    except BuildError as error:
+        return str(error)
+    return None
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is a loopback address (or ``localhost``): reachable from this machine only."""
     if host.lower() in LOOPBACK_NAMES:
@@ -103,9 +148,20 @@ def exposure_problem(host: str, token: str | None) -> str | None:
 
 
 def describe(
-    url: str, kubeconfig: str, work_dir: str, token: str | None, image: str, ca_cert: str | None = None
+    url: str,
+    kubeconfig: str,
+    work_dir: str,
+    token: str | None,
+    image: str,
+    ca_cert: str | None = None,
+    control_plane: str = "embedded",
 ) -> str:
     """The instructions printed once the cluster is up."""
+    kind = (
+        "a real control plane (kube-apiserver, etcd, kube-scheduler, kube-controller-manager)"
+        if control_plane == "kubernetes"
+        else "the embedded API server"
+    )
     auth = f" \\\n    --conf spark.kubernetes.authenticate.oauthToken={token}" if token else ""
     backend_auth = f"\n  spark.kubernetes.authenticate.oauthToken={token}" if token else ""
     if ca_cert:
@@ -114,6 +170,7 @@ def describe(
     return f"""\
 k8s-backend local cluster is running.
   API server:  {url}
+  served by:   {kind}
   kubeconfig:  {kubeconfig}
   work dir:    {work_dir}  (container logs under pods/<namespace>_<pod>_<uid>/logs/)
 
@@ -145,7 +202,11 @@ def run_local(
     from k8s_backend.local.cluster import LocalCluster
 
     stream = out or sys.stdout
+    control_plane = getattr(args, "control_plane", "embedded")
     try:
+        problem = control_plane_problem(args)
+        if problem is not None:
+            raise ValueError(problem)
         nodes = _nodes(args)
         if args.token is not None and not args.token.strip():
             raise ValueError("--token is empty: pass a token, or leave --token out for a random one")
@@ -159,6 +220,7 @@ def run_local(
             port=args.port,
             stop_grace=args.stop_grace,
             tls=not args.no_tls,
+            control_plane=control_plane,
         )
         problem = exposure_problem(args.host, cluster.token)
         if problem is not None:
@@ -166,6 +228,11 @@ def run_local(
     except ValueError as error:
         print(f"k8s-backend local: {error}", file=sys.stderr)
         return 2
+    if control_plane == "kubernetes":
+        failure = ensure_control_plane(sys.stderr)
+        if failure is not None:
+            print(f"k8s-backend local: {failure}", file=sys.stderr)
+            return 1
     stop = stop or threading.Event()
     try:
         with cluster:
@@ -177,6 +244,7 @@ def run_local(
                     cluster.token,
                     args.image,
                     str(cluster.ca_cert) if cluster.ca_cert is not None else None,
+                    control_plane,
                 )
             )
             stream.flush()

@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import yaml
@@ -28,6 +29,7 @@ from kubernetes.config import incluster_config as _incluster
 
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube import masters
+from k8s_backend.kube.incluster import IN_CLUSTER_HOSTS, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV
 from k8s_backend.kube.settings import ApiClientConf
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,6 @@ k8s_client: Any = _client
 k8s_config: Any = _config
 k8s_incluster: Any = _incluster
 
-SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 # The Spark properties behind each ApiClientConf field (client mode names), for error messages.
 KEYS = {
@@ -80,14 +81,17 @@ def build_client_settings(
     api: ApiClientConf,
     *,
     environ: Mapping[str, str] | None = None,
-    service_account_dir: str = SERVICE_ACCOUNT_DIR,
+    service_account_dir: str | None = None,
 ) -> ClientSettings:
     """Resolve ``api`` into a client configuration; :class:`ConfigError` if nothing usable is found.
 
-    ``environ`` and ``service_account_dir`` default to the process environment and the pod's mount; tests
-    pass their own so the machine's kubeconfig never leaks in.
+    ``environ`` and ``service_account_dir`` default to the process environment and the pod's mount
+    (``$K8S_BACKEND_SERVICE_ACCOUNT_DIR``, else :data:`SERVICE_ACCOUNT_DIR`); tests pass their own so the
+    machine's kubeconfig never leaks in.
     """
     env = os.environ if environ is None else environ
+    if service_account_dir is None:
+        service_account_dir = env.get(SERVICE_ACCOUNT_DIR_ENV) or SERVICE_ACCOUNT_DIR
     cfg = k8s_client.Configuration()
     if api.master:
         source = _explicit(cfg, api, env, service_account_dir)
@@ -129,6 +133,7 @@ def _explicit(cfg: Any, api: ApiClientConf, env: Mapping[str, str], sa_dir: str)
     url = normalize_master(api.master)
     source = f"{KEYS['master']} {url}"
     has_credentials = bool(api.oauth_token or api.oauth_token_file or api.client_cert_file)
+    host = url
     if not has_credentials:
         # Borrow credentials only where they belong: never send a cluster's token to another URL.
         kubeconfig = _kubeconfig_path(env, api.kubeconfig)
@@ -138,7 +143,12 @@ def _explicit(cfg: Any, api: ApiClientConf, env: Mapping[str, str], sa_dir: str)
         elif _in_cluster_available(env, sa_dir):
             _load_in_cluster(cfg, env, sa_dir)
             source += f" with the pod's service account ({sa_dir})"
-    cfg.host = url
+            if env.get(SERVICE_ACCOUNT_DIR_ENV) and urlsplit(url).hostname in IN_CLUSTER_HOSTS:
+                # A process kubelet's "pod" runs on the host, without cluster DNS: the service name is
+                # the API server at KUBERNETES_SERVICE_HOST:PORT, as client-go's in-cluster config has it.
+                host = str(cfg.host)
+                source += f" at {host}"
+    cfg.host = host
     _apply_explicit_credentials(cfg, api)
     if api.oauth_token:
         source += " with a bearer token (oauthToken)"

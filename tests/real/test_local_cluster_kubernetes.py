@@ -5,9 +5,12 @@ leaving the cluster leaves no process of the control plane or the kubelet."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,3 +156,54 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return raw[raw.rfind(b")") + 2 :].split()[0] != b"Z"
+
+
+def test_the_local_command_runs_a_real_control_plane(tmp_path: Path) -> None:
+    """`k8s-backend local --control-plane kubernetes`: its kubeconfig works with kubectl and with the
+    official client's loaders; .url is https, .token the kubeconfig's, .api() reaches it."""
+    import argparse
+    import io
+    import threading
+
+    import yaml
+
+    from k8s_backend.cli.local import configure_parser, run_local
+
+    parser = argparse.ArgumentParser()
+    configure_parser(parser)
+    args = parser.parse_args(
+        ["--control-plane", "kubernetes", "--no-processes", "--nodes", "2", "--work-dir", str(tmp_path)]
+    )
+    out, ready, stop = io.StringIO(), threading.Event(), threading.Event()
+    runner = threading.Thread(
+        target=run_local, args=(args,), kwargs={"out": out, "ready": ready, "stop": stop}
+    )
+    runner.start()
+    try:
+        assert ready.wait(300), out.getvalue()
+        kubeconfig = tmp_path / "kubeconfig"
+        document = yaml.safe_load(kubeconfig.read_text())
+        server = document["clusters"][0]["cluster"]["server"]
+        token = document["users"][0]["user"]["token"]
+        assert server.startswith("https://127.0.0.1:")
+        assert f"API server:  {server}\n  served by:   a real control plane" in out.getvalue()
+        assert f"spark.kubernetes.authenticate.oauthToken={token}" in out.getvalue()
+        # The official client's loaders, from the file alone.
+        configuration = k8s_client.Configuration()
+        k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
+        with k8s_client.ApiClient(configuration) as api_client:
+            nodes = k8s_client.CoreV1Api(api_client).list_node().items
+            assert sorted(n.metadata.name for n in nodes) == ["node-1", "node-2"]
+            assert k8s_client.VersionApi(api_client).get_code().git_version == "v1.37.2"
+        kubectl = shutil.which("kubectl")
+        if kubectl is not None:  # kubectl reads the same file (CA data and token)
+            done = subprocess.run(
+                [kubectl, "--kubeconfig", str(kubeconfig), "get", "nodes", "-o", "name"],
+                capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.split() == ["node/node-1", "node/node-2"]
+    finally:
+        stop.set()
+        runner.join(120)
+    assert not runner.is_alive()

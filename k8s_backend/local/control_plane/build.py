@@ -14,6 +14,7 @@ and are reused when each one is there and reports the expected version.
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import os
 import re
@@ -22,6 +23,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -34,6 +36,7 @@ GO_MIN_VERSION = (1, 26)
 KUBE_COMMANDS = ("kube-apiserver", "kube-scheduler", "kube-controller-manager")
 ETCD = "etcd"
 ALL_BINARIES = (*KUBE_COMMANDS, ETCD)
+BUILD_RECORD = "build.json"  # written next to the binaries by a build: what it built and how long it took
 
 # The "=> ./staging/src/k8s.io/..." lines of k8s.io/kubernetes v1.37.2's go.mod. A release that adds or
 # drops a staging module changes this list; build() checks it against the downloaded go.mod.
@@ -140,6 +143,7 @@ class ControlPlaneBuilder:
         root = cache_dir if cache_dir is not None else cache_root(self._environ)
         self.directory = root / kubernetes_version
         self._progress = progress or (lambda line: log.info("%s", line))
+        self._seconds: dict[str, float] = {}
 
     @property
     def binaries(self) -> ControlPlaneBinaries:
@@ -176,8 +180,26 @@ class ControlPlaneBuilder:
         still = [name for name in missing if not self._valid(binaries, name)]
         if still:
             raise BuildError(f"built {', '.join(still)} but they do not report the pinned versions")
-        self._progress(f"control plane ready in {time.monotonic() - started:.0f} s: {self.directory}")
+        total = time.monotonic() - started
+        self._record({"built": sorted(missing), "seconds": round(total, 1), **self._seconds})
+        self._progress(f"control plane ready in {total:.0f} s: {self.directory}")
         return binaries
+
+    def recorded_build(self) -> dict[str, Any] | None:
+        """What the last build into this cache recorded (:data:`BUILD_RECORD`: which binaries it built,
+        the seconds in all and per binary, when), or None if nothing was recorded."""
+        try:
+            record = json.loads((self.directory / BUILD_RECORD).read_text())
+        except (OSError, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    def _record(self, facts: dict[str, Any]) -> None:
+        facts["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        try:
+            (self.directory / BUILD_RECORD).write_text(json.dumps(facts, indent=1) + "\n")
+        except OSError as error:  # the binaries are what matters; the record is for benchmarks
+            log.warning("could not record the build time in %s: %s", self.directory, error)
 
     # -- the generated modules ------------------------------------------------------------------------
 
@@ -260,7 +282,8 @@ class ControlPlaneBuilder:
         self._go(go, module, ["build", "-o", str(partial), "-ldflags", ldflags, package], f"go build {name}")
         # Renamed into place only when complete, so an interrupted build never leaves a half binary.
         partial.replace(target)
-        self._progress(f"built {name} in {time.monotonic() - started:.0f} s")
+        self._seconds[name] = round(time.monotonic() - started, 1)
+        self._progress(f"built {name} in {self._seconds[name]:.0f} s")
 
     def _go(self, go: str, module: Path, args: list[str], what: str) -> str:
         env = dict(self._environ)

@@ -14,10 +14,12 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from k8s_backend.kube.port import ApiError, Obj
 from k8s_backend.local.control_plane.runner import ControlPlane, ControlPlaneError
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
+from k8s_backend.local.kubelet.container import HostEnvironment
 from k8s_backend.local.kubelet.remote import NODES, RemoteKubeletApi
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,9 @@ class KubeletControlPlane:
         self._ready_timeout = ready_timeout
         self.control_plane = ControlPlane(admin_token=admin_token)
         self._kubelet: ProcessKubelet | None = None
+        self.timings: dict[str, float] = {}
+        """Seconds from the start of ``start()``: the control plane's (``readyz``,
+        ``default_service_account``) and ``nodes_ready`` (every node Ready and schedulable)."""
 
     @property
     def kubelet(self) -> ProcessKubelet:
@@ -66,11 +71,18 @@ class KubeletControlPlane:
 
     def start(self) -> KubeletControlPlane:
         """Start the control plane, then the kubelet; wait until every node is schedulable."""
+        started = time.monotonic()
         try:
             self.control_plane.start()
             api = RemoteKubeletApi(self.control_plane.api(kubeconfig=self.control_plane.kubelet_kubeconfig))
+            # Pods run on this host's network: the kubernetes Service is the API server's own address.
+            endpoint = urlsplit(self.control_plane.url)
+            host = HostEnvironment.detect().with_api_service(
+                endpoint.hostname or "127.0.0.1", endpoint.port or 443
+            )
             self._kubelet = ProcessKubelet(
                 api,
+                host=host,
                 work_dir=self._work_dir,
                 nodes=self._nodes,
                 run_processes=self._run_processes,
@@ -80,6 +92,7 @@ class KubeletControlPlane:
             )
             self._kubelet.start()
             self._wait_schedulable()
+            self.timings = {**self.control_plane.timings, "nodes_ready": time.monotonic() - started}
         except BaseException:
             self.stop()
             raise

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import attrs
 
 from k8s_backend.conf.frozen import FrozenDict, freeze
+from k8s_backend.kube.incluster import SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV
 from k8s_backend.kube.quantity import memory_bytes
 from k8s_backend.local.kubelet.env import ContainerStartError, Lookup, PodRuntime, expand, resolve_env
 from k8s_backend.local.kubelet.volumes import PathMapper
@@ -85,6 +86,17 @@ class HostEnvironment:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
         return cls(spark_home=spark_home, java=java, python=sys.executable, base_env=base)
 
+    def with_api_service(self, host: str, port: int) -> HostEnvironment:
+        """The same, with the variables a kubelet gives every container for the ``kubernetes`` Service
+        (how in-cluster clients find the API server): here the API server's own address on this host."""
+        service = {
+            "KUBERNETES_SERVICE_HOST": host,
+            "KUBERNETES_SERVICE_PORT": str(port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(port),
+            "KUBERNETES_PORT": f"tcp://{host}:{port}",
+        }
+        return attrs.evolve(self, base_env={**self.base_env, **service})
+
 
 @attrs.frozen
 class LocalCommand:
@@ -130,6 +142,13 @@ def translate(
     paths = PathMapper({IMAGE_SPARK_HOME: host.spark_home, IMAGE_WORK_DIR: cwd, **mounts})
     pod_env = {k: paths.map_value(v) for k, v in resolve_env(pod, container, runtime, lookup).items()}
     env = {**host.base_env, **pod_env, "SPARK_HOME": host.spark_home}
+    service_account = paths.map(SERVICE_ACCOUNT_DIR)
+    if service_account is not None:
+        # In-cluster clients read the token at a fixed path; this process finds the mount's local
+        # directory here (k8s_backend.kube.config honours it).
+        env[SERVICE_ACCOUNT_DIR_ENV] = service_account
+    else:
+        env.pop(SERVICE_ACCOUNT_DIR_ENV, None)
     for var in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
         # The image's Python path rarely exists here; a pod asking for a local interpreter keeps it.
         if not keeps_python(env.get(var, "")):

@@ -47,8 +47,8 @@ class EventLoop:
 
     def call(self, task: Callable[[], object], timeout: float = 30.0) -> None:
         """Run ``task`` on the loop thread and wait for it (runs inline when already on it)."""
-        if self.on_loop_thread() or not self._thread.is_alive():
-            task()
+        if self.on_loop_thread() or not self._thread.is_alive() or self._stopped.is_set():
+            task()  # a stopped loop runs nothing more (a backlog it still drops included)
             return
         done = threading.Event()
 
@@ -74,12 +74,19 @@ class EventLoop:
             return True
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop after the tasks already posted; pending timers are dropped."""
+        """Stop after the tasks already posted, for at most ``timeout`` seconds: the tasks still queued
+        then are dropped (the one running finishes), so that no work of a stopped kubelet reaches an API
+        server after its owner moved on (a backlog of 1000 deletions takes longer). Pending timers are
+        dropped."""
         if self._stopped.is_set():
             return
         self._queue.put(None)
         if self._thread.is_alive() and not self.on_loop_thread():
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning(
+                    "the kubelet loop did not finish its tasks within %.0f s; dropping the rest", timeout
+                )
         self._stopped.set()
 
     def _run(self) -> None:
@@ -93,10 +100,12 @@ class EventLoop:
                 task = _NOTHING
             if task is None:
                 break
+            if self._stopped.is_set():
+                continue  # stopped while a backlog was left: drop it (up to the sentinel)
             if task is not _NOTHING:
                 self._run_task(task)
             now = time.monotonic()
-            while self._timers and self._timers[0][0] <= now:
+            while self._timers and self._timers[0][0] <= now and not self._stopped.is_set():
                 self._run_task(heapq.heappop(self._timers)[2])
             with self._changed:
                 self._changed.notify_all()

@@ -103,3 +103,43 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     configure_parser(parser)
     return parser.parse_args(argv[1:])
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--host", "0.0.0.0", "--token", "t"], "--host 0.0.0.0"),
+        (["--port", "6443"], "--port 6443"),
+        (["--no-tls"], "--no-tls"),
+    ],
+)
+def test_options_a_real_control_plane_cannot_honour_are_refused(
+    flags: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["local", "--control-plane", "kubernetes", *flags]) == 2
+    err = capsys.readouterr().err
+    assert f"{named}: not with --control-plane kubernetes" in err
+    assert "127.0.0.1" in err
+
+
+def test_a_real_control_plane_without_go_is_one_line_naming_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("K8S_BACKEND_CACHE_DIR", str(tmp_path / "cache"))  # nothing cached there
+    monkeypatch.setenv("PATH", str(tmp_path))  # and no Go
+    monkeypatch.delenv("GO", raising=False)
+    assert main(["local", "--control-plane", "kubernetes", "--no-processes"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("k8s-backend local: the real control plane needs Go >= 1.26 on PATH")
+
+
+def test_the_instructions_say_which_control_plane_runs() -> None:
+    real = describe("https://127.0.0.1:1", "/k", "/w", "t", "img", "/ca", control_plane="kubernetes")
+    assert "API server:  https://127.0.0.1:1\n" in real  # the URL ends its line, for scripts
+    assert (
+        "served by:   a real control plane (kube-apiserver, etcd, kube-scheduler, kube-controller-manager)"
+        in real
+    )
+    assert "served by:   the embedded API server" in describe(
+        "https://127.0.0.1:1", "/k", "/w", "t", "img", "/ca"
+    )
