@@ -2,14 +2,13 @@
 without a cluster.
 
     with LocalCluster() as cluster:
-        spark = SparkSession.builder.master("k8s://" + cluster.url)...
+        spark = k8s_backend.spark.session(cluster.master, cluster.spark_conf())
 
 On exit (normal, exception, Ctrl-C, SIGTERM or interpreter exit) every process the kubelet started is
-stopped: SIGTERM, then SIGKILL after ``stop_grace`` seconds.
-
-The kubelet runs any pod's command on this host, so the server always requires a bearer token (a random
-one unless given): :attr:`LocalCluster.kubeconfig` (written owner-only), :meth:`LocalCluster.api` and
-:meth:`LocalCluster.spark_conf` carry it.
+stopped: SIGTERM, then SIGKILL after ``stop_grace`` seconds. The kubelet runs any pod's command on this
+host, so the server always requires a bearer token (random unless given), which the kubeconfig (written
+owner-only), :meth:`LocalCluster.api` and :meth:`LocalCluster.spark_conf` carry. Both make the namespace
+they are given.
 
 ``LocalCluster(control_plane="kubernetes")`` serves the same API from a real control plane instead
 (kube-apiserver over https, etcd, kube-scheduler, kube-controller-manager; see
@@ -35,10 +34,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 from k8s_backend.kube.masters import pyk8s_url
-from k8s_backend.kube.port import NAMESPACES, PODS, ApiError
+from k8s_backend.kube.port import NAMESPACES, PODS, ApiError, KubernetesApi
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.local.kubeconfig import KubeconfigPath, kubeconfig_document, write_private
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
+from k8s_backend.local.namespaces import ensure_namespace
 from k8s_backend.testing.fake import FakeKubernetes
 
 if TYPE_CHECKING:
@@ -314,11 +314,18 @@ class LocalCluster:
         environ = {"KUBECONFIG": str(self.kubeconfig), "HOME": str(self.work_dir)}
         api = OfficialKubernetesApi.from_conf(conf, namespace_default=namespace, environ=environ)
         self._apis.append(api)
+        self.ensure_namespace(namespace, api)
         return api
+
+    def ensure_namespace(self, namespace: str, api: KubernetesApi | None = None) -> None:
+        """Make ``namespace`` and, on a real control plane, wait for its ``default`` ServiceAccount."""
+        real = self._real is not None
+        ensure_namespace(api or self._admin(), namespace, wait_for_service_account=real)
 
     def spark_conf(self, image: str | None = None, namespace: str = "default") -> dict[str, str]:
         """Spark properties for client mode against this cluster (driver on 127.0.0.1), with
         :attr:`master` (k8s_backend's); the image defaults to :func:`default_spark_image`."""
+        self.ensure_namespace(namespace)
         conf = {
             "spark.master": self.master,
             "spark.submit.deployMode": "client",
@@ -353,14 +360,17 @@ class LocalCluster:
     def pod_phase(self, name: str, namespace: str = "default") -> str | None:
         """A pod's phase, or None if it does not exist."""
         try:
-            if self._real is not None and self._reader is None:
-                self._reader = self.api()  # one client for every call, closed on exit
-            pod = (self._reader or self.fake).get(PODS, namespace, name)
+            pod = self._admin().get(PODS, namespace, name)
         except ApiError:
             return None
         return str((pod.get("status") or {}).get("phase", ""))
 
     # -- helpers ---------------------------------------------------------------------------------------
+
+    def _admin(self) -> KubernetesApi:
+        if self._real is not None and self._reader is None:
+            self._reader = self.api()  # one client for every call, closed on exit
+        return self._reader or self.fake
 
     def _running(self, value: _T | None) -> _T:
         if value is None:

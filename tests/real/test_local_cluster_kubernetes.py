@@ -207,3 +207,13 @@ def test_the_local_command_runs_a_real_control_plane(tmp_path: Path) -> None:
         stop.set()
         runner.join(120)
     assert not runner.is_alive()
+
+
+def test_a_namespace_asked_for_is_made_with_its_service_account(cluster: LocalCluster) -> None:
+    # A real server refuses a pod in a missing namespace (404) or before the namespace's default
+    # ServiceAccount exists (403); the local cluster makes both before handing out the namespace.
+    conf = cluster.spark_conf(namespace="team-real")
+    api = cluster.api(conf["spark.kubernetes.namespace"])
+    pod = {"metadata": {"name": "ns-probe"}, "spec": {"containers": [{"name": "c", "image": "python:3.11"}]}}
+    created = api.create(PODS, "team-real", pod)
+    assert created["spec"]["serviceAccountName"] == "default"
