@@ -45,8 +45,8 @@ def ensure_namespace(
     while not _has_default_service_account(api, namespace):
         if time.monotonic() > deadline:
             raise NamespaceNotReadyError(
-                f"namespace {namespace!r}: its 'default' ServiceAccount did not appear within {timeout:.0f} s "
-                "(is the controller manager running?)"
+                f"namespace {namespace!r}: its 'default' ServiceAccount did not appear within "
+                f"{timeout:.0f} s (is the controller manager running?)"
             )
         woken.wait(pause)
         pause = min(pause * 2, 0.5)
