@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import Protocol
@@ -32,22 +32,30 @@ from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS
 from k8s_backend.pods.auth_secret import executors_need_auth_secret
 from k8s_backend.signals import TERMINATING_SIGNALS, Terminated, signals_held
 
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
+
 
 class DriverRuntime(Protocol):
     """Readies this process's Spark driver for a ``pyk8s://`` master, and stops what is left running."""
 
     def prepare(self, master: str, properties: Mapping[str, str]) -> None: ...
 
+    def failure(self) -> str | None:
+        """Why k8s_backend failed the application, if it did (the script then fails with a Java error
+        that says less)."""
+        ...
+
     def stop(self) -> None: ...
 
 
-def pyspark_runtime() -> DriverRuntime:
-    """The real runtime, from :mod:`k8s_backend.spark.client_mode` (only spark/ touches pyspark)."""
+def pyspark_runtime(*, verbose: bool = False) -> DriverRuntime:
+    """The real runtime, from :mod:`k8s_backend.spark.client_mode` (only spark/ touches pyspark); the
+    driver JVM's log shows the frames of Java stack traces only when ``verbose``."""
     # Imported on use: k8s_backend.spark loads pyspark and installs its builder hook, which no other
     # subcommand (nor `submit --deploy-mode cluster`) should pay for or be affected by.
     from k8s_backend.spark import client_mode
 
-    return client_mode.runtime()
+    return client_mode.runtime(java_stacks=verbose)
 
 
 def in_process_path(uri: str) -> str:
@@ -99,20 +107,25 @@ def run_client(
     *,
     runtime: DriverRuntime | None = None,
     connect: Connector = official_connection,
+    verbose: bool = False,
 ) -> int:
-    """Run the application here; returns its exit code."""
+    """Run the application here; returns its exit code. ``verbose``: tracebacks of the failures
+    k8s_backend explains in one line are printed too."""
     check_cluster(sub, connect)
-    runtime = runtime or pyspark_runtime()
+    runtime = runtime or pyspark_runtime(verbose=verbose)
     properties = driver_properties(sub)
     app = in_process_path(sub.app)
     py_files = split_list(properties.get("spark.submit.pyFiles", ""))
     with _termination_raises(console):
         runtime.prepare(sub.master, properties)
         try:
-            return run_script(app, sub.app_args, py_files, console)
+            code = run_script(app, sub.app_args, py_files, console, failure=runtime.failure, verbose=verbose)
         finally:
             with signals_held():  # the cleanup that removes the executors must not be cut short
                 runtime.stop()
+    if code == INTERRUPTED:
+        console.info("k8s-backend: interrupted; the application was stopped and its executors deleted")
+    return code
 
 
 # What a scheduler, CI runner or `timeout` sends to stop a job (SIGTERM, SIGHUP) ends the script as
@@ -138,8 +151,21 @@ def _termination_raises(console: Console) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_script(app: str, args: Sequence[str], py_files: Sequence[str], console: Console) -> int:
-    """Run ``app`` as ``__main__`` (like ``python app ARGS``); returns the exit code it asked for."""
+def run_script(
+    app: str,
+    args: Sequence[str],
+    py_files: Sequence[str],
+    console: Console,
+    *,
+    failure: Callable[[], str | None] = lambda: None,
+    verbose: bool = False,
+) -> int:
+    """Run ``app`` as ``__main__`` (like ``python app ARGS``); returns the exit code it asked for.
+
+    An exception the script did not catch prints its traceback, as ``python`` does, unless k8s_backend
+    failed the application (``failure`` says why): the script's error is then only the Java error that
+    followed, so the reason is told in one line and the traceback only with ``verbose``.
+    """
     with _script_environment(app, args, py_files):
         try:
             runpy.run_path(app, run_name="__main__")
@@ -148,9 +174,15 @@ def run_script(app: str, args: Sequence[str], py_files: Sequence[str], console: 
         except Terminated as stopped:  # a KeyboardInterrupt too: before it
             return 128 + stopped.signum
         except KeyboardInterrupt:
-            return 130
+            if verbose:
+                traceback.print_exc()
+            return INTERRUPTED
         except BaseException:
-            traceback.print_exc()
+            reason = failure()
+            if reason is None or verbose:
+                traceback.print_exc()
+            if reason is not None:
+                console.error(f"the application failed: {reason}")
             return 1
     return 0
 
