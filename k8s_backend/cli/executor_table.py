@@ -18,8 +18,8 @@ import attrs
 from k8s_backend.cli.apps import Application, age, name_of, phase_of
 from k8s_backend.cli.errors import UsageError
 from k8s_backend.executors.pod_reasons import pending_reason
+from k8s_backend.executors.times import iso_time
 from k8s_backend.kube.labels import SPARK_EXECUTOR_ID_LABEL
-from k8s_backend.kube.leases import micro_time
 from k8s_backend.kube.port import Obj
 from k8s_backend.lifecycle import explain
 from k8s_backend.report import from_pods, render_html
@@ -103,7 +103,7 @@ def executor_row(pod: Obj, now: float, registered: Mapping[str, float] | None = 
         ip=str(status.get("podIP") or ""),
         restarts=int(own.get("restartCount") or 0),
         registered=None if registered is None else registered_at is not None,
-        registered_at="" if registered_at is None else micro_time(registered_at),
+        registered_at="" if registered_at is None else iso_time(registered_at),
     )
 
 
@@ -166,7 +166,7 @@ def status_json(apps: Sequence[Application], now: float) -> str:
                 "namespace": app.namespace,
                 "submissionId": app.submission_id,
                 "driver": driver,
-                "registrationsAsOf": None if as_of is None else micro_time(as_of),
+                "registrationsAsOf": None if as_of is None else iso_time(as_of),
                 "executors": [row.as_json() for row in rows_of(app, now)],
             }
         )
