@@ -32,8 +32,8 @@ class DriverStartError(K8sBackendError, RuntimeError):
         self.output = output
 
 
-def start_failure(output: str) -> DriverStartError:
-    """The one-line error for a JVM that exited while starting, from what it printed on stderr."""
+def start_failure(output: str, what: str = "the driver JVM") -> DriverStartError:
+    """The one-line error for a JVM (``what``) that exited while starting, from what it printed."""
     reason = ""
     for line in output.splitlines():
         found = _EXCEPTION.match(line.strip()) or _ERROR.match(line.strip())
@@ -49,7 +49,7 @@ def start_failure(output: str) -> DriverStartError:
             "(spark.jars.repositories) and spark.jars.ivySettings; " + hint
         )
     told = reason or "it printed no reason"
-    return DriverStartError(f"the driver JVM did not start: {told}. {hint}", output=output)
+    return DriverStartError(f"{what} did not start: {told}. {hint}", output=output)
 
 
 def is_java_stack_line(line: bytes) -> bool:
