@@ -4,7 +4,8 @@ The driver JVM is readied with the submission's properties as its defaults (what
 system properties do), so an unmodified script's ``SparkSession.builder.getOrCreate()`` gets a
 ``pyk8s://`` context. The script runs as ``__main__`` with ``sys.argv`` set to its arguments and its
 directory and ``--py-files`` on ``sys.path``; ``--py-files`` and ``--files`` are shipped to executors
-as spark-submit ships them. The exit code is the script's (1 for an uncaught exception). A context the
+as spark-submit ships them; a remote application or ``--py-files`` is fetched first with Hadoop's
+FileSystem (:func:`fetched`). The exit code is the script's (1 for an uncaught exception). A context the
 script left running is stopped, which deletes its executor pods.
 """
 
@@ -22,11 +23,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import Protocol
+from urllib.parse import urlsplit
+
+import attrs
 
 from k8s_backend.cli.cluster_api import Connector, Permission, official_connection, preflight
 from k8s_backend.cli.console import Console
+from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.submission import Submission
-from k8s_backend.cli.uris import LOCAL_SCHEME, local_path, split_list
+from k8s_backend.cli.uploads import open_hadoop
+from k8s_backend.cli.uris import LOCAL_SCHEME, is_remote, local_path, split_list
 from k8s_backend.kube.masters import MasterKind
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS
 from k8s_backend.pods.auth_secret import executors_need_auth_secret
@@ -64,13 +70,41 @@ def in_process_path(uri: str) -> str:
     return os.path.abspath(path)
 
 
+@contextmanager
+def fetched(sub: Submission) -> Iterator[Submission]:
+    """``sub`` with a remote application and remote ``--py-files`` (``hdfs://``, ``s3a://``,
+    ``viewfs://``...; e.g. uploaded by a cluster-mode submit through ``spark.kubernetes.file.upload.path``)
+    copied into a temporary directory with Hadoop's FileSystem, as spark-submit's client mode downloads
+    them: this process runs and imports them. Remote ``--files`` stay remote: Spark fetches them."""
+    py_files = split_list(sub.properties.get("spark.submit.pyFiles", ""))
+    remote = [uri for uri in (sub.app, *py_files) if is_remote(uri)]
+    if not remote:
+        yield sub
+        return
+    with tempfile.TemporaryDirectory(prefix="k8s-backend-fetched-") as directory:
+        hadoop = open_hadoop(sub.properties)
+        local: dict[str, str] = {}
+        for uri in dict.fromkeys(remote):
+            target = os.path.join(directory, str(len(local)), os.path.basename(urlsplit(uri).path))
+            os.makedirs(os.path.dirname(target))
+            try:
+                hadoop.copy_to_local(uri, target)
+            except OSError as error:
+                raise UsageError(f"cannot fetch {uri} with Hadoop's FileSystem: {error}") from None
+            local[uri] = target
+        properties = dict(sub.properties)
+        if py_files:
+            properties["spark.submit.pyFiles"] = ",".join(local.get(p, p) for p in py_files)
+        yield attrs.evolve(sub, app=local.get(sub.app, sub.app), properties=properties)
+
+
 def driver_properties(sub: Submission) -> dict[str, str]:
     """The properties the driver starts with: files as absolute local paths, py-files shipped as files."""
     properties = dict(sub.properties)
     properties["spark.master"] = sub.master
     properties["spark.submit.deployMode"] = "client"
     py_files = [in_process_path(p) for p in split_list(properties.get("spark.submit.pyFiles", ""))]
-    files = [in_process_path(p) for p in split_list(properties.get("spark.files", ""))]
+    files = [p if is_remote(p) else in_process_path(p) for p in split_list(properties.get("spark.files", ""))]
     for key, values in (("spark.submit.pyFiles", py_files), ("spark.files", files + py_files)):
         if values:
             properties[key] = ",".join(dict.fromkeys(values))
@@ -112,7 +146,11 @@ def run_client(
     """Run the application here; returns its exit code. ``verbose``: tracebacks of the failures
     k8s_backend explains in one line are printed too."""
     check_cluster(sub, connect)
-    runtime = runtime or pyspark_runtime(verbose=verbose)
+    with fetched(sub) as sub:
+        return _run_driver(sub, console, runtime or pyspark_runtime(verbose=verbose), verbose)
+
+
+def _run_driver(sub: Submission, console: Console, runtime: DriverRuntime, verbose: bool) -> int:
     properties = driver_properties(sub)
     app = in_process_path(sub.app)
     py_files = split_list(properties.get("spark.submit.pyFiles", ""))

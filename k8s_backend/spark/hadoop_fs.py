@@ -77,6 +77,13 @@ class HadoopFileSystem:
             local = self._gateway.jvm.org.apache.hadoop.fs.Path(os.path.abspath(source))
             fs.copyFromLocalFile(False, True, local, path)
 
+    def copy_to_local(self, source: str, target: str) -> None:
+        """Copy ``source`` to the local file ``target`` (no checksum file beside it)."""
+        with _as_os_error(source):
+            fs, path = self._path(source)
+            local = self._gateway.jvm.org.apache.hadoop.fs.Path(os.path.abspath(target))
+            fs.copyToLocalFile(False, path, local, True)
+
     def delete(self, uri: str) -> None:
         """Delete ``uri`` and what it holds; ``FileNotFoundError`` if it does not exist."""
         with _as_os_error(uri):

@@ -5,6 +5,7 @@ files can be seen; the cluster is a FakeKubernetes and the command does not wait
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,37 @@ def test_the_jvm_file_system_checks_copies_and_deletes(tmp_path: Path) -> None:
             fs.delete("viewfs://test/uploads/d")
     finally:
         fs.close()
+
+
+class Runtime:
+    """A driver that runs nothing of Spark: the script runs in this process, as client mode runs it."""
+
+    def prepare(self, master: str, properties: object) -> None:
+        self.properties = properties
+
+    def failure(self) -> str | None:
+        return None
+
+    def stop(self) -> None:
+        pass
+
+
+def test_client_mode_fetches_a_remote_application_and_py_files_with_hadoop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What the driver pod of a cluster-mode submit runs after uploading to viewfs:// (test above).
+    shared = tmp_path / "shared"
+    (shared / "spark-upload-1").mkdir(parents=True)
+    script = "import dep, sys\nprint('FETCHED', dep.X, sys.argv[1:])\n"
+    (shared / "spark-upload-1" / "app.py").write_text(script)
+    (shared / "spark-upload-1" / "dep.py").write_text("X = 42\n")
+    uri = "viewfs://test/uploads/spark-upload-1"
+    runtime = Runtime()
+    argv = [
+        "submit", "--master", "pyk8s://https://k8s.test:6443", "--conf", IMAGE,
+        "--conf", f"{MOUNT}=file://{shared}", "--py-files", f"{uri}/dep.py", f"{uri}/app.py", "one",
+    ]  # fmt: skip
+    result = cli(argv, FakeKubernetes(), runtime=runtime)
+    assert result.code == 0, result.err
+    assert "FETCHED 42 ['one']" in capsys.readouterr().out
+    assert not any(path.endswith("dep.py") for path in sys.path)  # its temporary copy is gone again
