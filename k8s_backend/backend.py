@@ -23,6 +23,7 @@ from k8s_backend.errors import BackendStateError
 from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.executors.monitor import ExecutorMonitor
 from k8s_backend.executors.progress import ExecutorProgress, ProgressReporter
+from k8s_backend.executors.times import iso_time
 from k8s_backend.failures import FailureSink
 from k8s_backend.gang.gate import GateState
 from k8s_backend.gang.start import GangStart
@@ -330,7 +331,7 @@ class KubernetesClusterSchedulerBackend:
             "recent_losses": [
                 {
                     "executor_id": loss.executor_id,
-                    "time": loss.time,
+                    "time": iso_time(loss.time),
                     "exit_code": loss.exit_code,
                     "exit_caused_by_app": loss.exit_caused_by_app,
                     "reason": loss.summary,
@@ -342,7 +343,7 @@ class KubernetesClusterSchedulerBackend:
             "watch": parts.watch_source.health(),
             "polls": parts.polling_source.polls,
             "history": [
-                {"time": t.time, "from": t.source.value, "to": t.target.value, "reason": t.reason}
+                {"time": iso_time(t.time), "from": t.source.value, "to": t.target.value, "reason": t.reason}
                 for t in self._machine.history()
             ],
         }

@@ -7,6 +7,10 @@ pod, renewed every third of its duration and deleted at stop after the executors
 the executor ConfigMap name it (``k8s-backend.io/heartbeat-lease``); ``k8s-backend gc`` deletes the
 objects of an application whose Lease expired or is gone.
 
+Each renewal also writes which executors are registered with the driver, and since when
+(``k8s-backend.io/registered-executors``), so that ``k8s-backend status`` can show it for a driver it
+cannot ask: it rides on the renewal's patch and costs no request of its own.
+
 A failed renewal is only logged: the next tick tries again, and the Lease has two more ticks before
 it expires. Creating it at start is not optional, though: executors that point at a Lease that was
 never created would look orphaned to ``gc``.
@@ -24,9 +28,16 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable, Mapping
 
 from k8s_backend.kube.labels import HEARTBEAT_LEASE_ANNOTATION
-from k8s_backend.kube.leases import heartbeat_lease, lease_seconds, micro_time
+from k8s_backend.kube.leases import (
+    REGISTERED_EXECUTORS_ANNOTATION,
+    heartbeat_lease,
+    lease_seconds,
+    micro_time,
+    registered_executors_annotation,
+)
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
     LEASES,
@@ -77,8 +88,10 @@ class DriverHeartbeat:
         lease_name: str,
         duration: float,
         holder: str,
+        registered: Callable[[], Mapping[str, float]] | None = None,
     ) -> None:
-        """``duration``: the Lease's ``leaseDurationSeconds`` (rounded up to whole seconds)."""
+        """``duration``: the Lease's ``leaseDurationSeconds`` (rounded up to whole seconds);
+        ``registered``: the executors registered with the driver (id to registration time), if known."""
         self._api = api
         self._scheduler = scheduler
         self._clock = clock
@@ -87,6 +100,7 @@ class DriverHeartbeat:
         self.lease_name = lease_name
         self._duration = lease_seconds(duration)
         self._holder = holder
+        self._registered = registered
         self._lock = threading.Lock()
         self._task: Cancellable | None = None
         self._stopped = False
@@ -216,13 +230,22 @@ class DriverHeartbeat:
         self._config_map_owner = uid
 
     def _renewal(self) -> Obj:
-        return {
+        renewal: Obj = {
             "spec": {
                 "holderIdentity": self._holder,
                 "leaseDurationSeconds": self._duration,
                 "renewTime": micro_time(self._clock.now()),
             }
         }
+        if self._registered is not None:
+            try:
+                registered = self._registered()
+            except Exception:  # the driver may be going away: the renewal matters more
+                log.debug("Could not read the driver's registered executors", exc_info=True)
+            else:
+                annotation = registered_executors_annotation(registered)
+                renewal["metadata"] = {"annotations": {REGISTERED_EXECUTORS_ANNOTATION: annotation}}
+        return renewal
 
     def stop(self) -> None:
         """Stop renewing (idempotent)."""

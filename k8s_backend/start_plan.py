@@ -12,6 +12,7 @@ import attrs
 from k8s_backend.application import Application
 from k8s_backend.backend import BackendParts, StartPlan
 from k8s_backend.conf.model import KubernetesConf
+from k8s_backend.driver import DriverEndpoint
 from k8s_backend.failures import FailureSink
 from k8s_backend.gang.start import GangStart
 from k8s_backend.heartbeat import DriverHeartbeat, default_holder
@@ -29,7 +30,11 @@ def heartbeat_lease(conf: KubernetesConf, app_id: str) -> str | None:
 
 
 def driver_heartbeat(
-    app: Application, api: KubernetesApi, scheduler: Scheduler, clock: Clock
+    app: Application,
+    api: KubernetesApi,
+    scheduler: Scheduler,
+    clock: Clock,
+    driver: DriverEndpoint | None = None,
 ) -> DriverHeartbeat | None:
     conf = app.conf
     name = heartbeat_lease(conf, app.app_id)
@@ -44,6 +49,7 @@ def driver_heartbeat(
         lease_name=name,
         duration=conf.driver.heartbeat_lease_duration,
         holder=default_holder(),
+        registered=None if driver is None else driver.registered_executors,
     )
 
 

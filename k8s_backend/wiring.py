@@ -122,7 +122,7 @@ def assemble(
     scheduler = scheduler or ThreadScheduler("k8s-backend", threads=SCHEDULER_THREADS, clock=clock)
     runtime = Runtime(api, clock, scheduler, driver, owns_api, owns_scheduler, monitoring)
     failures = FailureSink()
-    heartbeat = driver_heartbeat(application, api, scheduler, clock)
+    heartbeat = driver_heartbeat(application, api, scheduler, clock, driver)
     parts = _parts(application, runtime, failures, heartbeat)
     listeners = [on_application_failed] if on_application_failed is not None else []
     if driver is not None:

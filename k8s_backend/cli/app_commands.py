@@ -22,6 +22,7 @@ from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.executor_table import OUTPUTS, rows_of, status_json, table_lines, write_timeline
 from k8s_backend.cli.gc import collect_garbage
 from k8s_backend.cli.options import Target
+from k8s_backend.cli.registrations import with_registrations
 from k8s_backend.conf import keys
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SECRETS, SERVICES
@@ -123,7 +124,8 @@ WATCH_INTERVAL = 2.0  # seconds between looks of `status -w`
 def status_command(args: argparse.Namespace, deps: Dependencies) -> int:
     def render(target: Target) -> tuple[str, str]:
         """The text to show and what it says without ages (which alone change every second)."""
-        apps = find_apps(target, args.ids, args.selector)
+        api = target.connection.api
+        apps = [with_registrations(api, app) for app in find_apps(target, args.ids, args.selector)]
         now = deps.wall_clock()
         document = status_json(apps, now)
         if args.output == "json":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 import attrs
@@ -47,6 +47,9 @@ class Application:
     app_id: str
     driver: Obj | None
     executors: tuple[Obj, ...] = ()
+    # Executor id to registration time as a client-mode driver's heartbeat Lease last told (None: unknown).
+    registered: Mapping[str, float] | None = None
+    registered_as_of: float | None = None  # when the Lease was renewed with them
 
     @property
     def submission_id(self) -> str | None:

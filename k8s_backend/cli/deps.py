@@ -17,7 +17,7 @@ from k8s_backend.cli.submit_cluster import LocalClusterFactory
 
 @attrs.frozen
 class Dependencies:
-    """Streams, environment, API connector, driver runtime, local cluster factory, time."""
+    """Streams, environment, API connector, driver runtime, local cluster factory, time, verbosity."""
 
     console: Console = attrs.field(factory=Console)
     environ: Mapping[str, str] = attrs.field(factory=lambda: dict(os.environ))
@@ -27,6 +27,7 @@ class Dependencies:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     wall_clock: Callable[[], float] = time.time
+    verbosity: int = 0  # -v/--verbose before a submit's application file: tracebacks are shown
 
 
 def version() -> str:

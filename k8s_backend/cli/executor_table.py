@@ -1,14 +1,16 @@
 """``k8s-backend status``'s per-executor rows, as a table (``-o wide`` adds columns) or as JSON.
 
 A row says where each executor is: its id and pod, the node, the phase (``Terminating`` while a
-deletion is under way), its age, the last reason it gave (why it is Pending, why it ended) and, once
-ended, its exit code with what that code usually means.
+deletion is under way), whether it is registered with the driver (``Running`` only says its pod runs;
+known for a client-mode driver through its heartbeat Lease, see :mod:`k8s_backend.cli.registrations`),
+its age, the last reason it gave (why it is Pending, why it ended) and, once ended, its exit code with
+what that code usually means.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -16,6 +18,7 @@ import attrs
 from k8s_backend.cli.apps import Application, age, name_of, phase_of
 from k8s_backend.cli.errors import UsageError
 from k8s_backend.executors.pod_reasons import pending_reason
+from k8s_backend.executors.times import iso_time
 from k8s_backend.kube.labels import SPARK_EXECUTOR_ID_LABEL
 from k8s_backend.kube.port import Obj
 from k8s_backend.lifecycle import explain
@@ -40,6 +43,8 @@ class ExecutorRow:
     explanation: str
     ip: str
     restarts: int
+    registered: bool | None = None  # None: the driver's registrations are not known here
+    registered_at: str = ""  # RFC 3339
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +52,8 @@ class ExecutorRow:
             "pod": self.pod,
             "node": self.node or None,
             "phase": self.phase,
+            "registered": self.registered,
+            "registeredAt": self.registered_at or None,
             "created": self.created or None,
             "reason": self.reason or None,
             "exitCode": self.exit_code,
@@ -71,8 +78,9 @@ def _reason(pod: Obj, container: str, ended: bool) -> str:
     return "" if pending is None else str(pending)
 
 
-def executor_row(pod: Obj, now: float) -> ExecutorRow:
-    """The row of one executor pod at wall-clock time ``now``."""
+def executor_row(pod: Obj, now: float, registered: Mapping[str, float] | None = None) -> ExecutorRow:
+    """The row of one executor pod at wall-clock time ``now``; ``registered``: the driver's registered
+    executors (id to registration time), None if not known."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     container = _container_name(pod)
@@ -80,8 +88,10 @@ def executor_row(pod: Obj, now: float) -> ExecutorRow:
     ended = phase in ("Succeeded", "Failed")
     code = explain.exit_code_of(pod, container) if ended else None
     own = explain.spark_container_status(pod, container) or {}
+    executor_id = str((meta.get("labels") or {}).get(SPARK_EXECUTOR_ID_LABEL) or "-")
+    registered_at = None if registered is None else registered.get(executor_id)
     return ExecutorRow(
-        executor_id=str((meta.get("labels") or {}).get(SPARK_EXECUTOR_ID_LABEL) or "-"),
+        executor_id=executor_id,
         pod=name_of(pod),
         node=str((pod.get("spec") or {}).get("nodeName") or ""),
         phase="Terminating" if meta.get("deletionTimestamp") and not ended else phase,
@@ -92,12 +102,14 @@ def executor_row(pod: Obj, now: float) -> ExecutorRow:
         explanation=explain.headline(pod, 0, code, container) if code is not None and code != 0 else "",
         ip=str(status.get("podIP") or ""),
         restarts=int(own.get("restartCount") or 0),
+        registered=None if registered is None else registered_at is not None,
+        registered_at="" if registered_at is None else iso_time(registered_at),
     )
 
 
 def rows_of(app: Application, now: float) -> list[ExecutorRow]:
     """The application's executors, by executor id (numerically)."""
-    rows = [executor_row(pod, now) for pod in app.executors]
+    rows = [executor_row(pod, now, app.registered) for pod in app.executors]
     return sorted(rows, key=_order)
 
 
@@ -111,6 +123,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return ["  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in [headers, *rows]]
 
 
+def _registered(row: ExecutorRow) -> str:
+    return "-" if row.registered is None else ("yes" if row.registered else "no")
+
+
 def _exit(row: ExecutorRow) -> str:
     if row.exit_code is None:
         return "-"
@@ -118,16 +134,18 @@ def _exit(row: ExecutorRow) -> str:
 
 
 def table_lines(rows: Sequence[ExecutorRow], *, wide: bool) -> list[str]:
-    """The executor table (``wide``: also IP, restarts, and the explanation of an exit)."""
-    headers = ["ID", "POD", "NODE", "PHASE", "AGE", "REASON", "EXIT"]
+    """The executor table (``wide``: also IP, restarts, when it registered, and the explanation of an
+    exit). REGISTERED is ``yes``/``no``, or ``-`` when the driver's registrations are not known."""
+    headers = ["ID", "POD", "NODE", "PHASE", "REGISTERED", "AGE", "REASON", "EXIT"]
     if wide:
-        headers += ["IP", "RESTARTS", "EXPLANATION"]
+        headers += ["IP", "RESTARTS", "REGISTERED AT", "EXPLANATION"]
     cells: list[list[str]] = []
     for row in rows:
         reason = row.reason if wide or len(row.reason) <= 100 else row.reason[:97] + "..."
-        line = [row.executor_id, row.pod, row.node or "-", row.phase, row.age, reason or "-", _exit(row)]
+        line = [row.executor_id, row.pod, row.node or "-", row.phase, _registered(row), row.age]
+        line += [reason or "-", _exit(row)]
         if wide:
-            line += [row.ip or "-", str(row.restarts), row.explanation or "-"]
+            line += [row.ip or "-", str(row.restarts), row.registered_at or "-", row.explanation or "-"]
         cells.append(line)
     return _table(headers, cells)
 
@@ -140,6 +158,7 @@ def status_json(apps: Sequence[Application], now: float) -> str:
         if app.driver is not None:
             node = (app.driver.get("spec") or {}).get("nodeName")
             driver = {"pod": name_of(app.driver), "phase": phase_of(app.driver), "node": node}
+        as_of = app.registered_as_of
         documents.append(
             {
                 "applicationId": app.app_id,
@@ -147,6 +166,7 @@ def status_json(apps: Sequence[Application], now: float) -> str:
                 "namespace": app.namespace,
                 "submissionId": app.submission_id,
                 "driver": driver,
+                "registrationsAsOf": None if as_of is None else iso_time(as_of),
                 "executors": [row.as_json() for row in rows_of(app, now)],
             }
         )

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from k8s_backend.cli import app_commands, local
 from k8s_backend.cli.deps import Dependencies, version
 from k8s_backend.cli.errors import CliError
 from k8s_backend.cli.submit_args import parse_submit_args
-from k8s_backend.errors import ConfigError, K8sBackendError
+from k8s_backend.errors import K8sBackendError
 
 SUBMIT = "submit"
 PACKAGE_LOGGER = "k8s_backend"
@@ -61,17 +63,31 @@ def run(argv: Sequence[str], deps: Dependencies) -> int:
         result: int = func(namespace)
         return result
     except CliError as error:
-        deps.console.error(error.message)
-        return error.exit_code
-    except ConfigError as error:  # a setting read after the first checks (e.g. while connecting)
-        deps.console.error(str(error))
-        return 2
-    except K8sBackendError as error:  # e.g. no JDK to build the bridge jar, an unsupported pyspark
-        deps.console.error(str(error))
-        return 2
+        return report(error, error.message, error.exit_code, deps)
+    except K8sBackendError as error:  # a setting read after the first checks (e.g. while connecting),
+        # no JDK to build the bridge jar, an unsupported pyspark, a driver JVM that did not start
+        return report(error, str(error), 2, deps)
     except KeyboardInterrupt:
-        deps.console.info("interrupted")
+        deps.console.info("k8s-backend: interrupted")
         return 130
+    except Exception as error:  # a failure no check foresaw: still one line, the traceback with -v
+        told = f"{type(error).__name__}: {error}"
+        if not deps.verbosity and args[:1] == [SUBMIT]:
+            told += " (k8s-backend submit -v ... shows the traceback)"
+        return report(error, told, 1, deps)
+
+
+def report(error: BaseException, message: str, exit_code: int, deps: Dependencies) -> int:
+    """Tell ``error`` in one line on stderr; with -v, first what it holds (e.g. the output of a driver
+    JVM that did not start) and its traceback. Returns ``exit_code``."""
+    if deps.verbosity:
+        stream = deps.console.stderr or sys.stderr
+        output = getattr(error, "output", "")
+        if output:
+            print(output.rstrip("\n"), file=stream)
+        traceback.print_exception(error, file=stream)
+    deps.console.error(message)
+    return exit_code
 
 
 def verbosity(argv: Sequence[str]) -> int:
@@ -94,13 +110,23 @@ def configure_logging(verbosity: int) -> None:
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     if verbosity:
         logging.getLogger(PACKAGE_LOGGER).setLevel(logging.INFO if verbosity == 1 else logging.DEBUG)
+    else:
+        logging.getLogger().addFilter(quiet_py4j_interrupts)
+
+
+def quiet_py4j_interrupts(record: logging.LogRecord) -> bool:
+    """Drop what Py4J logs on the root logger, with a traceback, when Ctrl-C interrupts a call into the
+    driver JVM (its own KeyboardInterrupt handling, and pyspark's SIGINT handler cancelling jobs on the
+    connection that call holds): the command says it was interrupted, once. Shown with -v."""
+    return not (record.name == "root" and f"{os.sep}py4j{os.sep}" in record.pathname)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``k8s-backend`` with ``argv`` (default: the process arguments); returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    configure_logging(verbosity(args))
-    return run(args, Dependencies())
+    level = verbosity(args)
+    configure_logging(level)
+    return run(args, Dependencies(verbosity=level))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import attrs
 
 from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.submit_args import MergedProperties, SubmitArgs, merge_properties
-from k8s_backend.cli.uris import LOCAL_SCHEME, UPLOAD_PATH_KEY, local_path, split_list
+from k8s_backend.cli.uris import LOCAL_SCHEME, UPLOAD_PATH_KEY, is_remote, local_path, split_list
 from k8s_backend.conf import keys
 from k8s_backend.conf.frozen import FrozenDict, freeze
 from k8s_backend.conf.model import KubernetesConf
@@ -181,17 +181,15 @@ def check_app_file(app: str, deploy_mode: str) -> None:
 
 
 def check_dependency(what: str, uri: str, deploy_mode: str) -> None:
-    """A file the application needs: local and existing, or ``local://`` (a path inside the image)."""
+    """A file the application needs: local and existing, ``local://`` (a path inside the image), or a
+    remote URI, which the client-mode driver fetches with Hadoop's FileSystem, as spark-submit does."""
+    if is_remote(uri):
+        return
     if uri.startswith(LOCAL_SCHEME):
         if deploy_mode == "client" and not os.path.isfile(uri[len(LOCAL_SCHEME) :]):
             raise UsageError(f"{what} {uri}: {uri[len(LOCAL_SCHEME) :]} does not exist on this machine")
         return
-    path = local_path(uri)
-    if path is None:
-        raise UsageError(
-            f"{what} {uri}: only local files and local:// paths (files already in the image) are "
-            "supported; download the file first"
-        )
+    path = local_path(uri) or uri
     if not os.path.exists(path):
         raise UsageError(f"{what} {uri}: no such file")
     if not os.path.isfile(path):

@@ -4,7 +4,8 @@ The driver JVM is readied with the submission's properties as its defaults (what
 system properties do), so an unmodified script's ``SparkSession.builder.getOrCreate()`` gets a
 ``pyk8s://`` context. The script runs as ``__main__`` with ``sys.argv`` set to its arguments and its
 directory and ``--py-files`` on ``sys.path``; ``--py-files`` and ``--files`` are shipped to executors
-as spark-submit ships them. The exit code is the script's (1 for an uncaught exception). A context the
+as spark-submit ships them; a remote application or ``--py-files`` is fetched first with Hadoop's
+FileSystem (:func:`fetched`). The exit code is the script's (1 for an uncaught exception). A context the
 script left running is stopped, which deletes its executor pods.
 """
 
@@ -18,19 +19,26 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import Protocol
+from urllib.parse import urlsplit
+
+import attrs
 
 from k8s_backend.cli.cluster_api import Connector, Permission, official_connection, preflight
 from k8s_backend.cli.console import Console
+from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.submission import Submission
-from k8s_backend.cli.uris import LOCAL_SCHEME, local_path, split_list
+from k8s_backend.cli.uploads import open_hadoop
+from k8s_backend.cli.uris import LOCAL_SCHEME, is_remote, local_path, split_list
 from k8s_backend.kube.masters import MasterKind
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS
 from k8s_backend.pods.auth_secret import executors_need_auth_secret
 from k8s_backend.signals import TERMINATING_SIGNALS, Terminated, signals_held
+
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 
 
 class DriverRuntime(Protocol):
@@ -38,16 +46,22 @@ class DriverRuntime(Protocol):
 
     def prepare(self, master: str, properties: Mapping[str, str]) -> None: ...
 
+    def failure(self) -> str | None:
+        """Why k8s_backend failed the application, if it did (the script then fails with a Java error
+        that says less)."""
+        ...
+
     def stop(self) -> None: ...
 
 
-def pyspark_runtime() -> DriverRuntime:
-    """The real runtime, from :mod:`k8s_backend.spark.client_mode` (only spark/ touches pyspark)."""
+def pyspark_runtime(*, verbose: bool = False) -> DriverRuntime:
+    """The real runtime, from :mod:`k8s_backend.spark.client_mode` (only spark/ touches pyspark); the
+    driver JVM's log shows the frames of Java stack traces only when ``verbose``."""
     # Imported on use: k8s_backend.spark loads pyspark and installs its builder hook, which no other
     # subcommand (nor `submit --deploy-mode cluster`) should pay for or be affected by.
     from k8s_backend.spark import client_mode
 
-    return client_mode.runtime()
+    return client_mode.runtime(java_stacks=verbose)
 
 
 def in_process_path(uri: str) -> str:
@@ -56,13 +70,41 @@ def in_process_path(uri: str) -> str:
     return os.path.abspath(path)
 
 
+@contextmanager
+def fetched(sub: Submission) -> Iterator[Submission]:
+    """``sub`` with a remote application and remote ``--py-files`` (``hdfs://``, ``s3a://``,
+    ``viewfs://``...; e.g. uploaded by a cluster-mode submit through ``spark.kubernetes.file.upload.path``)
+    copied into a temporary directory with Hadoop's FileSystem, as spark-submit's client mode downloads
+    them: this process runs and imports them. Remote ``--files`` stay remote: Spark fetches them."""
+    py_files = split_list(sub.properties.get("spark.submit.pyFiles", ""))
+    remote = [uri for uri in (sub.app, *py_files) if is_remote(uri)]
+    if not remote:
+        yield sub
+        return
+    with tempfile.TemporaryDirectory(prefix="k8s-backend-fetched-") as directory:
+        hadoop = open_hadoop(sub.properties)
+        local: dict[str, str] = {}
+        for uri in dict.fromkeys(remote):
+            target = os.path.join(directory, str(len(local)), os.path.basename(urlsplit(uri).path))
+            os.makedirs(os.path.dirname(target))
+            try:
+                hadoop.copy_to_local(uri, target)
+            except OSError as error:
+                raise UsageError(f"cannot fetch {uri} with Hadoop's FileSystem: {error}") from None
+            local[uri] = target
+        properties = dict(sub.properties)
+        if py_files:
+            properties["spark.submit.pyFiles"] = ",".join(local.get(p, p) for p in py_files)
+        yield attrs.evolve(sub, app=local.get(sub.app, sub.app), properties=properties)
+
+
 def driver_properties(sub: Submission) -> dict[str, str]:
     """The properties the driver starts with: files as absolute local paths, py-files shipped as files."""
     properties = dict(sub.properties)
     properties["spark.master"] = sub.master
     properties["spark.submit.deployMode"] = "client"
     py_files = [in_process_path(p) for p in split_list(properties.get("spark.submit.pyFiles", ""))]
-    files = [in_process_path(p) for p in split_list(properties.get("spark.files", ""))]
+    files = [p if is_remote(p) else in_process_path(p) for p in split_list(properties.get("spark.files", ""))]
     for key, values in (("spark.submit.pyFiles", py_files), ("spark.files", files + py_files)):
         if values:
             properties[key] = ",".join(dict.fromkeys(values))
@@ -99,20 +141,29 @@ def run_client(
     *,
     runtime: DriverRuntime | None = None,
     connect: Connector = official_connection,
+    verbose: bool = False,
 ) -> int:
-    """Run the application here; returns its exit code."""
+    """Run the application here; returns its exit code. ``verbose``: tracebacks of the failures
+    k8s_backend explains in one line are printed too."""
     check_cluster(sub, connect)
-    runtime = runtime or pyspark_runtime()
+    with fetched(sub) as sub:
+        return _run_driver(sub, console, runtime or pyspark_runtime(verbose=verbose), verbose)
+
+
+def _run_driver(sub: Submission, console: Console, runtime: DriverRuntime, verbose: bool) -> int:
     properties = driver_properties(sub)
     app = in_process_path(sub.app)
     py_files = split_list(properties.get("spark.submit.pyFiles", ""))
     with _termination_raises(console):
         runtime.prepare(sub.master, properties)
         try:
-            return run_script(app, sub.app_args, py_files, console)
+            code = run_script(app, sub.app_args, py_files, console, failure=runtime.failure, verbose=verbose)
         finally:
             with signals_held():  # the cleanup that removes the executors must not be cut short
                 runtime.stop()
+    if code == INTERRUPTED:
+        console.info("k8s-backend: interrupted; the application was stopped and its executors deleted")
+    return code
 
 
 # What a scheduler, CI runner or `timeout` sends to stop a job (SIGTERM, SIGHUP) ends the script as
@@ -138,8 +189,21 @@ def _termination_raises(console: Console) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_script(app: str, args: Sequence[str], py_files: Sequence[str], console: Console) -> int:
-    """Run ``app`` as ``__main__`` (like ``python app ARGS``); returns the exit code it asked for."""
+def run_script(
+    app: str,
+    args: Sequence[str],
+    py_files: Sequence[str],
+    console: Console,
+    *,
+    failure: Callable[[], str | None] = lambda: None,
+    verbose: bool = False,
+) -> int:
+    """Run ``app`` as ``__main__`` (like ``python app ARGS``); returns the exit code it asked for.
+
+    An exception the script did not catch prints its traceback, as ``python`` does, unless k8s_backend
+    failed the application (``failure`` says why): the script's error is then only the Java error that
+    followed, so the reason is told in one line and the traceback only with ``verbose``.
+    """
     with _script_environment(app, args, py_files):
         try:
             runpy.run_path(app, run_name="__main__")
@@ -148,9 +212,15 @@ def run_script(app: str, args: Sequence[str], py_files: Sequence[str], console: 
         except Terminated as stopped:  # a KeyboardInterrupt too: before it
             return 128 + stopped.signum
         except KeyboardInterrupt:
-            return 130
+            if verbose:
+                traceback.print_exc()
+            return INTERRUPTED
         except BaseException:
-            traceback.print_exc()
+            reason = failure()
+            if reason is None or verbose:
+                traceback.print_exc()
+            if reason is not None:
+                console.error(f"the application failed: {reason}")
             return 1
     return 0
 

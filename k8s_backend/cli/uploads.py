@@ -14,9 +14,11 @@ Unlike Spark (one directory per file, never deleted), a submission uploads into 
 files of the same name are refused, and :func:`finished` deletes it once the driver has ended while
 the command waited; otherwise the command names the directory that stays.
 
-Only ``file://`` URIs and absolute paths (a directory the driver and executor pods share, e.g. a
-mounted volume) are uploaded here; Spark reaches ``s3a://``, ``hdfs://``... through Hadoop's FileSystem
-in the JVM. :class:`Uploader` is the seam for such an uploader: register it in :data:`UPLOADERS`.
+``file://`` URIs and absolute paths (a directory the driver and executor pods share, e.g. a mounted
+volume) are copied here; any other scheme goes through Hadoop's FileSystem in a JVM of Spark's own
+classpath, configured by the ``spark.hadoop.*`` properties, as spark-submit uploads
+(:class:`HadoopUploader`, :mod:`k8s_backend.spark.hadoop_fs`). :class:`Uploader` is the seam; register
+another in :data:`UPLOADERS`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
@@ -34,6 +36,7 @@ import attrs
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.uris import LOCAL_SCHEME, UPLOAD_PATH_KEY, local_path, split_list
+from k8s_backend.errors import K8sBackendError
 
 if TYPE_CHECKING:  # submission.py stages uploads through this module
     from k8s_backend.cli.submission import Submission
@@ -100,23 +103,79 @@ class FileUploader:
         shutil.rmtree(file_path(directory))
 
 
-# URI scheme ("" for a plain path) -> uploader. A Hadoop FileSystem uploader would add s3a, hdfs, gs...
-UPLOADERS: dict[str, Callable[[], Uploader]] = {"": FileUploader, "file": FileUploader}
+class HadoopFileSystem(Protocol):
+    """What :class:`HadoopUploader` uses of :class:`k8s_backend.spark.hadoop_fs.HadoopFileSystem`."""
+
+    def is_directory(self, uri: str) -> bool: ...
+
+    def copy_from_local(self, source: str, target: str) -> None: ...
+
+    def copy_to_local(self, source: str, target: str) -> None: ...
+
+    def delete(self, uri: str) -> None: ...
 
 
-def uploader_for(base: str) -> Uploader:
-    """The uploader for the upload path's scheme; a one-line :class:`UsageError` for other schemes."""
+def open_hadoop(properties: Mapping[str, str]) -> HadoopFileSystem:
+    """Hadoop's FileSystem in a JVM of Spark's classpath (only :mod:`k8s_backend.spark` touches pyspark)."""
+    from k8s_backend.spark.hadoop_fs import HadoopFileSystem as JvmFileSystem
+
+    return JvmFileSystem.launch(properties)
+
+
+class HadoopUploader:
+    """Any other scheme (``hdfs://``, ``viewfs://``, ``s3a://`` with its jars on the classpath...): Hadoop's
+    FileSystem, configured by the submission's ``spark.hadoop.*`` properties, started on first use."""
+
+    def __init__(self, properties: Mapping[str, str]) -> None:
+        self._properties = dict(properties)
+        self._fs: HadoopFileSystem | None = None
+
+    def _filesystem(self) -> HadoopFileSystem:
+        if self._fs is None:
+            self._fs = open_hadoop(self._properties)
+        return self._fs
+
+    def check(self, base: str) -> None:
+        try:
+            fs = self._filesystem()
+        except K8sBackendError as error:
+            raise UsageError(f"{UPLOAD_PATH_KEY}={base}: {error}") from None
+        try:
+            directory = fs.is_directory(base)
+        except FileNotFoundError:
+            raise UsageError(
+                f"{UPLOAD_PATH_KEY}={base}: no such directory; create it (where the driver and executor pods "
+                "read) or fix the key"
+            ) from None
+        except OSError as error:
+            raise UsageError(
+                f"{UPLOAD_PATH_KEY}={base}: Hadoop's FileSystem cannot use it ({error}); check the URI, "
+                "the spark.hadoop.* settings and that its FileSystem is on spark.driver.extraClassPath"
+            ) from None
+        if not directory:
+            raise UsageError(f"{UPLOAD_PATH_KEY}={base}: not a directory")
+
+    def upload(self, source: str, target: str) -> None:
+        self._filesystem().copy_from_local(source, target)
+
+    def delete(self, directory: str) -> None:
+        self._filesystem().delete(directory)
+
+
+# URI scheme ("" for a plain path) -> uploader; any other scheme: HadoopUploader.
+UPLOADERS: dict[str, Callable[[Mapping[str, str]], Uploader]] = {
+    "": lambda _: FileUploader(),
+    "file": lambda _: FileUploader(),
+}
+
+
+def uploader_for(base: str, properties: Mapping[str, str] | None = None) -> Uploader:
+    """The uploader for the upload path's scheme, with the submission's ``properties``."""
     scheme = urlsplit(base).scheme
     factory = UPLOADERS.get(scheme)
     if factory is None:
-        supported = " and ".join(f"{s}://" for s in sorted(UPLOADERS) if s) + " URIs or absolute paths"
-        raise UsageError(
-            f"{UPLOAD_PATH_KEY}={base}: k8s-backend submit uploads only to {supported} (a directory the "
-            f"driver and executor pods share); {scheme}:// needs Hadoop's FileSystem, which it does not run: "
-            f"copy the files to {scheme}:// yourself and pass their {scheme}:// URIs, or use a shared "
-            "file:// directory"
-        )
-    return factory()
+        return HadoopUploader(properties or {})
+    return factory(properties or {})
 
 
 @attrs.frozen
@@ -178,7 +237,7 @@ def stage(sub: Submission, *, unique: str | None = None) -> Submission:
     base = sub.properties.get(UPLOAD_PATH_KEY, "").strip()
     if not base:
         return sub
-    uploader = uploader_for(base)
+    uploader = uploader_for(base, sub.properties)
     uploader.check(base)
     directory = f"{base.rstrip('/')}/{UPLOAD_DIR_PREFIX}{unique or uuid.uuid4()}"
     planner = _Planner(directory)

@@ -23,3 +23,8 @@ def local_path(uri: str) -> str | None:
     if parts.scheme and len(parts.scheme) > 1:  # one letter: a Windows drive
         return None
     return uri
+
+
+def is_remote(uri: str) -> bool:
+    """A URI of another scheme than ``local://`` and ``file:`` (``hdfs://``, ``s3a://``, ``viewfs://``...)."""
+    return not uri.startswith(LOCAL_SCHEME) and local_path(uri) is None

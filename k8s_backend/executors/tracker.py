@@ -9,13 +9,13 @@ illegal transition is logged with the executor id and both states, never applied
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 
 import attrs
 
 from k8s_backend.executors.pod_reasons import PendingReason, container_image, pending_reason
 from k8s_backend.executors.states import EXECUTOR_TRANSITIONS, POD_PHASE_TO_STATE, ExecutorState
+from k8s_backend.executors.times import iso_time
 from k8s_backend.kube.port import Obj
 from k8s_backend.lifecycle import explain
 from k8s_backend.snapshots.snapshot import SnapshotBatch
@@ -70,10 +70,6 @@ class ImagePullFailed:
 
 
 TrackerNotice = ExecutorStuck | ImagePullFailed
-
-
-def _clock_text(when: float) -> str:
-    return time.strftime("%H:%M:%S", time.gmtime(when))
 
 
 class ExecutorTracker:
@@ -250,13 +246,14 @@ class ExecutorTracker:
         return {executor_id: record.history for executor_id, record in self._records.items()}
 
     def describe(self, executor_id: int) -> str:
-        """The history on one line: ``requested 12:00:01, pending 12:00:02 (Unschedulable: ...), ...``."""
+        """The history on one line, times in ISO 8601 (:func:`k8s_backend.executors.times.iso_time`):
+        ``requested 2026-12-02T12:00:01.000Z, pending 2026-12-02T12:00:02.000Z (Unschedulable: ...), ...``."""
         record = self._records.get(executor_id)
         if record is None:
             return f"executor {executor_id}: unknown"
         parts = []
         for entry in record.history:
-            text = f"{entry.target.value} {_clock_text(entry.time)}"
+            text = f"{entry.target.value} {iso_time(entry.time)}"
             if entry.reason:
                 text += f" ({entry.reason})" if entry.target is ExecutorState.PENDING else f" {entry.reason}"
             parts.append(text)

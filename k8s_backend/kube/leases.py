@@ -1,4 +1,5 @@
-"""The heartbeat Lease of a client-mode driver (``coordination.k8s.io/v1``): its name, its body, its times.
+"""The heartbeat Lease of a client-mode driver (``coordination.k8s.io/v1``): its name, its body, its times,
+and the executors registered with the driver as of its last renewal.
 
 The driver writes it (:mod:`k8s_backend.heartbeat`); ``k8s-backend gc`` and ``kill`` read it. Both sides
 build the name from the application id here, so that a pod's annotation, the Lease and the CLI's
@@ -8,14 +9,19 @@ lookup cannot disagree.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from k8s_backend.kube.labels import SPARK_APP_ID_LABEL
 from k8s_backend.kube.port import LEASES, Obj
 
 LEASE_NAME_SUFFIX = "-driver-heartbeat"
+# The executors registered with the driver as of the Lease's last renewal: a JSON object of executor id
+# to registration time (RFC 3339), written by each renewal (no request of its own), read by `status`.
+REGISTERED_EXECUTORS_ANNOTATION = "k8s-backend.io/registered-executors"
 _SUBDOMAIN_MAX = 253
 _NOT_NAME = re.compile(r"[^a-z0-9]+")
 
@@ -89,3 +95,26 @@ def heartbeat_lease_for(app_id: str, *, driver_pod_name: str | None, enabled: bo
     The one rule for the backend (which creates it) and the pod builder (which annotates pods with it).
     """
     return heartbeat_lease_name(app_id) if enabled and not driver_pod_name else None
+
+
+def registered_executors_annotation(registered: Mapping[str, float]) -> str:
+    """The annotation's value: executor id to registration time, by executor id."""
+    order = sorted(registered, key=lambda i: (not i.isdigit(), int(i) if i.isdigit() else 0, i))
+    return json.dumps({i: micro_time(registered[i]) for i in order}, separators=(",", ":"))
+
+
+def registered_executors(lease: Obj) -> dict[str, float] | None:
+    """Executor id to registration time as the Lease last told them; None if it does not tell (an older
+    driver, or an unreadable annotation)."""
+    annotations = (lease.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(REGISTERED_EXECUTORS_ANNOTATION)
+    if not isinstance(text, str):
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    times = {str(k): parse_time(v) for k, v in found.items()}
+    return {k: v for k, v in times.items() if v is not None}

@@ -18,9 +18,18 @@ from __future__ import annotations
 
 from k8s_backend.spark import hook
 from k8s_backend.spark.jar import BridgeJarError, UnsupportedPysparkError, bridge_jar
+from k8s_backend.spark.jvm_start import DriverStartError
 from k8s_backend.spark.session import prepare, session
 from k8s_backend.spark.status import status
 
 hook.install()
 
-__all__ = ["BridgeJarError", "UnsupportedPysparkError", "bridge_jar", "prepare", "session", "status"]
+__all__ = [
+    "BridgeJarError",
+    "DriverStartError",
+    "UnsupportedPysparkError",
+    "bridge_jar",
+    "prepare",
+    "session",
+    "status",
+]

@@ -17,12 +17,18 @@ from k8s_backend.spark.session import prepare
 class PySparkRuntime:
     """Readies this process's Spark driver for a ``pyk8s://`` master, and stops what is left running."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, java_stacks: bool = True) -> None:
         self._factory: BackendFactory | None = None
+        self._java_stacks = java_stacks
 
     def prepare(self, master: str, properties: Mapping[str, str]) -> None:
         """The submission's properties become the driver JVM's defaults (see :func:`prepare`)."""
-        self._factory = prepare(master, dict(properties))
+        self._factory = prepare(master, dict(properties), java_stacks=self._java_stacks)
+
+    def failure(self) -> str | None:
+        """Why k8s_backend failed the application (its backend could not be made, an executor image
+        cannot be pulled, a Hard gang timed out, too many executors failed), or None."""
+        return self._factory.failure() if self._factory is not None else None
 
     def stop(self) -> None:
         """Stop the active SparkContext, if any, and a backend no context stopped: their executor pods
@@ -39,6 +45,7 @@ class PySparkRuntime:
                 self._factory.stop_leftover()
 
 
-def runtime() -> PySparkRuntime:
-    """The runtime client mode uses when the caller injects none."""
-    return PySparkRuntime()
+def runtime(*, java_stacks: bool = True) -> PySparkRuntime:
+    """The runtime client mode uses when the caller injects none (``java_stacks``: whether the driver
+    JVM's log keeps the frames of Java stack traces; ``k8s-backend submit`` keeps them with -v)."""
+    return PySparkRuntime(java_stacks=java_stacks)

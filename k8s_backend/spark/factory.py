@@ -144,6 +144,15 @@ class BackendFactory:
             resources.close()
             raise
 
+    def failure(self) -> str | None:
+        """Why k8s_backend failed the application: its backend could not be made, or the backend gave up
+        (an executor image cannot be pulled, a Hard gang timed out, too many executors failed)."""
+        if self.last_error is not None:
+            return str(self.last_error)
+        current = self.current
+        reason = getattr(current.backend, "failure_reason", None) if current is not None else None
+        return str(reason) if reason else None
+
     def stop_leftover(self) -> None:
         """Stop the backend this factory made unless it was stopped already, and wait for it.
 

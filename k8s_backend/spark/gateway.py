@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from k8s_backend.spark.jar import BridgeJarError
+from k8s_backend.spark.jvm_start import HeldStderr, start_failure
 from k8s_backend.spark.status import FACTORY_ATTRIBUTE
 
 MANAGER_CLASS = "io.k8sbackend.bridge.PyK8sClusterManager"
@@ -41,12 +42,43 @@ def launch_properties(conf: Mapping[str, str], jar: Path) -> dict[str, str]:
     return properties
 
 
-def launch(conf: Mapping[str, str], jar: Path, popen_kwargs: dict[str, Any] | None = None) -> Any:
-    """Start pyspark's JVM gateway (a py4j ``ClientServer``) with the bridge jar; see the module doc."""
+def launch(
+    conf: Mapping[str, str],
+    jar: Path,
+    popen_kwargs: dict[str, Any] | None = None,
+    *,
+    java_stacks: bool = True,
+) -> Any:
+    """Start pyspark's JVM gateway (a py4j ``ClientServer``) with the bridge jar; see the module doc.
+
+    Unless ``popen_kwargs`` chooses the JVM's stderr, it is held while the JVM starts
+    (:mod:`k8s_backend.spark.jvm_start`): a JVM that exits first raises :class:`DriverStartError` with
+    its own reason instead of pyspark's ``JAVA_GATEWAY_EXITED``. Without ``java_stacks`` the Java stack
+    frames the JVM logs later are left out of what it prints.
+    """
     import pyspark.java_gateway as java_gateway
 
     launch_gateway: Any = java_gateway.launch_gateway
-    return launch_gateway(_LaunchConf(launch_properties(conf, jar).items()), popen_kwargs)
+    launch_conf = _LaunchConf(launch_properties(conf, jar).items())
+    kwargs = dict(popen_kwargs or {})
+    if "stderr" in kwargs:
+        return launch_gateway(launch_conf, kwargs)
+    read_fd, write_fd = os.pipe()
+    held = HeldStderr(read_fd, java_stacks=java_stacks)
+    held.start()
+    kwargs["stderr"] = write_fd
+    try:
+        gateway = launch_gateway(launch_conf, kwargs)
+    except Exception as error:
+        os.close(write_fd)  # the JVM holds the other copy: the reader sees the end when it exits
+        raise start_failure(held.output()) from error
+    except BaseException:
+        os.close(write_fd)
+        held.release()
+        raise
+    os.close(write_fd)
+    held.release()
+    return gateway
 
 
 def has_bridge(gateway: Any) -> bool:

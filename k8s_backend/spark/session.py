@@ -11,7 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from k8s_backend.errors import ConfigError
+from k8s_backend.errors import ApplicationFailedError, ConfigError
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.signals import exit_on_termination
 from k8s_backend.spark.factory import BackendCreator, BackendFactory, local_defaults
@@ -44,7 +44,10 @@ def session(
         ``KubernetesClusterSchedulerBackend.create``); for tests and alternative backends.
 
     Stop it with ``spark.stop()``: that deletes the executor pods (and stops a local cluster). Raises
-    :class:`k8s_backend.ConfigError` for bad properties, before anything is created on the cluster, and
+    :class:`k8s_backend.ConfigError` for bad properties, before anything is created on the cluster,
+    :class:`k8s_backend.ApplicationFailedError` when the backend gave up while the session started (an
+    executor image that cannot be pulled, a Hard gang timeout), :class:`k8s_backend.spark.DriverStartError`
+    when the driver JVM did not start (e.g. unresolvable ``spark.jars.packages``), and
     :class:`k8s_backend.spark.UnsupportedPysparkError` for a pyspark other than 4.x.
     """
     installed_pyspark()
@@ -75,6 +78,9 @@ def session(
             # The Python error that failed the JVM's backend says more than the Java stack around it.
             raise factory.last_error from None
         raise_config_error(properties, error)
+        reason = factory.failure()
+        if reason is not None:  # the backend gave up while the context started (image, gang timeout)
+            raise ApplicationFailedError(reason) from error
         raise
 
 
@@ -84,6 +90,7 @@ def prepare(
     *,
     create_backend: BackendCreator | None = None,
     default_master: bool = True,
+    java_stacks: bool = True,
 ) -> BackendFactory:
     """Ready this process's driver JVM for a ``pyk8s://`` master and return the installed factory.
 
@@ -92,6 +99,8 @@ def prepare(
     SIGTERM and SIGHUP then end the process as an exception does (:mod:`k8s_backend.signals`). With
     ``default_master`` the master and ``conf`` become the JVM's defaults, as spark-submit's would: a
     plain ``SparkSession.builder.getOrCreate()`` then creates a context with k8s_backend's backend.
+    A JVM that exits while it starts raises :class:`k8s_backend.spark.DriverStartError` with its reason;
+    without ``java_stacks`` the JVM's log leaves the frames of Java stack traces out.
     """
     installed_pyspark()  # a clear error for an unsupported pyspark before anything starts
     from pyspark.core.context import SparkContext
@@ -101,7 +110,7 @@ def prepare(
     with SparkContext._lock:
         if SparkContext._gateway is None:
             try:
-                gateway = launch(properties, bridge_jar())
+                gateway = launch(properties, bridge_jar(), java_stacks=java_stacks)
             except Exception as error:
                 raise_config_error(properties, error)
                 raise

@@ -14,6 +14,9 @@ class _NoJdk:
     def prepare(self, master: str, properties: Any) -> None:
         raise BridgeJarError("no javac found: install a JDK 17+ (openjdk-17-jdk-headless)")
 
+    def failure(self) -> str | None:
+        return None
+
     def stop(self) -> None:
         pass
 

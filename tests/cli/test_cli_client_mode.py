@@ -32,6 +32,9 @@ class RecordingRuntime:
     def prepare(self, master: str, properties: Mapping[str, str]) -> None:
         self.prepared.append((master, dict(properties)))
 
+    def failure(self) -> str | None:
+        return None
+
     def stop(self) -> None:
         self.stopped += 1
 

@@ -65,10 +65,10 @@ def test_one_row_per_executor_in_id_order_with_reasons_and_exit_codes() -> None:
     assert result.code == 0, result.err
     lines = result.out.splitlines()
     header = lines.index(f"Executors of {APP}:") + 1
-    assert lines[header].split() == ["ID", "POD", "NODE", "PHASE", "AGE", "REASON", "EXIT"]
+    assert lines[header].split() == ["ID", "POD", "NODE", "PHASE", "REGISTERED", "AGE", "REASON", "EXIT"]
     rows = lines[header + 1 :]
     assert [r.split()[0] for r in rows] == ["1", "2", "10"]  # numerically, not as text
-    assert rows[0].split()[1:4] == ["pi-exec-1", "node-a", "Running"]
+    assert rows[0].split()[1:5] == ["pi-exec-1", "node-a", "Running", "-"]  # no heartbeat: unknown
     assert "Unschedulable: 0/3 nodes are available: 3 Insufficient memory." in rows[1]
     assert "OOMKilled" in rows[2] and "137 (SIGKILL, possible container OOM)" in rows[2]
 

@@ -77,9 +77,9 @@ def test_the_application_file_is_required_and_must_exist(tmp_path: Path) -> None
         build(["--master", "pyk8s://local", str(tmp_path)])
 
 
-def test_remote_and_jvm_applications_are_refused(app: Path) -> None:
-    with pytest.raises(UsageError, match=r"s3a://b/app.py: only local files and local:// paths"):
-        build(["--master", "pyk8s://local", "s3a://b/app.py"])
+def test_remote_applications_are_taken_and_jvm_ones_refused(app: Path) -> None:
+    # Fetched with Hadoop's FileSystem when the driver runs (k8s_backend.cli.submit_client.fetched).
+    assert build(["--master", "pyk8s://local", "s3a://b/app.py"]).app == "s3a://b/app.py"
     with pytest.raises(UsageError, match="runs Python applications"):
         build(["--master", "pyk8s://local", "job.jar"])
 
@@ -95,8 +95,8 @@ def test_local_uris_are_image_paths_in_cluster_mode_and_must_exist_in_client_mod
 def test_py_files_and_files_must_exist(app: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"--py-files .*nope.zip: no such file"):
         build(["--master", "pyk8s://local", "--py-files", f"{app},{tmp_path / 'nope.zip'}", str(app)])
-    with pytest.raises(UsageError, match=r"--files http://x/data.csv: only local files"):
-        build(["--master", "pyk8s://local", "--files", "http://x/data.csv", str(app)])
+    sub = build(["--master", "pyk8s://local", "--files", "http://x/data.csv", str(app)])
+    assert sub.properties["spark.files"] == "http://x/data.csv"  # remote: Spark fetches it
 
 
 @pytest.mark.parametrize(

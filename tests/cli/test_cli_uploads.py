@@ -15,6 +15,7 @@ from k8s_backend.cli.properties import parse_properties
 from k8s_backend.cli.submission import Submission, build_submission
 from k8s_backend.cli.submit_args import parse_submit_args
 from k8s_backend.kube.port import CONFIG_MAPS, PODS
+from k8s_backend.spark.jvm_start import DriverStartError
 from k8s_backend.testing.fake import FakeKubernetes
 
 KEY = "spark.kubernetes.file.upload.path"
@@ -137,14 +138,71 @@ def test_a_missing_jar_or_archive_is_named(work: Path) -> None:
 # -- the upload path --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scheme", ["s3a", "hdfs", "gs", "abfs"])
-def test_other_schemes_are_a_one_line_usage_error_naming_the_supported_ones(work: Path, scheme: str) -> None:
+class FakeHadoop:
+    """Hadoop's FileSystem as the uploader uses it: ``directories`` exist, ``failure`` is raised."""
+
+    def __init__(self, directories: set[str], failure: OSError | None = None) -> None:
+        self.directories = directories
+        self.failure = failure
+        self.properties: dict[str, str] = {}
+        self.copied: list[tuple[str, str]] = []
+
+    def opened(self, properties: dict[str, str]) -> FakeHadoop:
+        self.properties = dict(properties)
+        return self
+
+    def is_directory(self, uri: str) -> bool:
+        if self.failure is not None:
+            raise self.failure
+        if uri not in self.directories:
+            raise FileNotFoundError(2, "File does not exist", uri)
+        return True
+
+    def copy_from_local(self, source: str, target: str) -> None:
+        self.copied.append((source, target))
+
+    def delete(self, uri: str) -> None:
+        self.directories.discard(uri)
+
+
+@pytest.mark.parametrize("scheme", ["s3a", "hdfs", "gs", "abfs", "viewfs"])
+def test_other_schemes_go_through_hadoops_file_system_with_the_spark_hadoop_settings(
+    work: Path, scheme: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hadoop = FakeHadoop({f"{scheme}://bucket/uploads"})
+    monkeypatch.setattr(uploads, "open_hadoop", hadoop.opened)
+    sub = build(cluster_argv(work, "--conf", "spark.hadoop.fs.x.y=z", upload=f"{scheme}://bucket/uploads"))
+    assert sub.uploads is not None and isinstance(sub.uploads.uploader, uploads.HadoopUploader)
+    assert sub.app.startswith(f"{scheme}://bucket/uploads/spark-upload-") and sub.app.endswith("/app.py")
+    assert hadoop.properties["spark.hadoop.fs.x.y"] == "z"
+
+
+@pytest.mark.parametrize(
+    ("failure", "expected"),
+    [
+        (None, "no such directory; create it"),
+        (OSError("UnsupportedFileSystemException: no scheme"), "Hadoop's FileSystem cannot use"),
+    ],
+)
+def test_a_hadoop_upload_path_it_cannot_use_is_one_line(
+    work: Path, monkeypatch: pytest.MonkeyPatch, failure: OSError | None, expected: str
+) -> None:
+    monkeypatch.setattr(uploads, "open_hadoop", FakeHadoop(set(), failure).opened)
     with pytest.raises(UsageError) as caught:
-        build(cluster_argv(work, upload=f"{scheme}://bucket/uploads"))
+        build(cluster_argv(work, upload="s3a://bucket/uploads"))
     message = caught.value.message
-    assert message.startswith(f"{KEY}={scheme}://bucket/uploads: k8s-backend submit uploads only to file://")
-    assert "Hadoop's FileSystem" in message and f"pass their {scheme}:// URIs" in message
-    assert "\n" not in message
+    assert message.startswith(f"{KEY}=s3a://bucket/uploads: {expected}") and "\n" not in message
+
+
+def test_a_jvm_that_does_not_start_is_a_usage_error_naming_the_key(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_jvm(properties: object) -> FakeHadoop:
+        raise DriverStartError("the JVM for Hadoop's FileSystem did not start: no java")
+
+    monkeypatch.setattr(uploads, "open_hadoop", no_jvm)
+    with pytest.raises(UsageError, match=f"^{KEY}=hdfs://nn/up: the JVM for Hadoop's FileSystem did not"):
+        build(cluster_argv(work, upload="hdfs://nn/up"))
 
 
 @pytest.mark.parametrize(
@@ -181,7 +239,7 @@ def test_uploader_for_is_the_seam_for_other_schemes(monkeypatch: pytest.MonkeyPa
 
         def delete(self, directory: str) -> None: ...
 
-    monkeypatch.setitem(uploads.UPLOADERS, "s3a", Recorder)
+    monkeypatch.setitem(uploads.UPLOADERS, "s3a", lambda properties: Recorder())
     assert isinstance(uploads.uploader_for("s3a://bucket/x"), Recorder)
 
 
@@ -243,7 +301,8 @@ def object_count(fake: FakeKubernetes) -> int:
 
 
 @pytest.mark.parametrize("upload", ["file:///nowhere/at/all", "s3a://bucket/uploads", "relative/dir"])
-def test_a_bad_upload_path_creates_nothing(work: Path, upload: str) -> None:
+def test_a_bad_upload_path_creates_nothing(work: Path, upload: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(uploads, "open_hadoop", FakeHadoop(set()).opened)  # s3a://bucket/uploads: missing
     fake = FakeKubernetes()
     result = cli(
         ["submit", *cluster_argv(work, "--archives", f"{work}/env.tar.gz#environment", upload=upload)], fake

@@ -1,6 +1,8 @@
 """Cluster mode with ``spark.kubernetes.file.upload.path`` on an embedded local cluster: a virtualenv
 shipped with ``--archives env.tar.gz#environment`` runs the executors' Python and a package in it is
-imported there; the application, ``--py-files``, ``--files`` and ``--jars`` come from the upload directory."""
+imported there; the application, ``--py-files``, ``--files`` and ``--jars`` come from the upload directory.
+The upload path is a ``file://`` directory, or a ``viewfs://`` URI (written and read with Hadoop's
+FileSystem, by the command, the driver and the executors) whose mount table maps it onto one."""
 
 from __future__ import annotations
 
@@ -33,7 +35,11 @@ def build_environment(where: Path) -> Path:
     return archive
 
 
-def test_a_virtualenv_shipped_with_archives_runs_the_executors_python(tmp_path: Path) -> None:
+MOUNT = "spark.hadoop.fs.viewfs.mounttable.test.link./uploads"
+
+
+@pytest.mark.parametrize("scheme", ["file", "viewfs"])
+def test_a_virtualenv_shipped_with_archives_runs_the_executors_python(tmp_path: Path, scheme: str) -> None:
     archive = build_environment(tmp_path)
     uploads = tmp_path / "uploads"
     uploads.mkdir()
@@ -54,7 +60,8 @@ def test_a_virtualenv_shipped_with_archives_runs_the_executors_python(tmp_path: 
         "--conf",
         "spark.ui.enabled=false",
     ]
-    argv += ["--conf", f"spark.kubernetes.file.upload.path=file://{uploads}"]
+    base = f"file://{uploads}" if scheme == "file" else "viewfs://test/uploads"
+    argv += ["--conf", f"spark.kubernetes.file.upload.path={base}", "--conf", f"{MOUNT}=file://{uploads}"]
     argv += ["--conf", "spark.pyspark.python=./environment/bin/python"]
     argv += ["--archives", f"{archive}#environment", "--jars", str(tmp_path / "extra.jar")]
     argv += ["--py-files", str(tmp_path / "helper.py"), "--files", str(tmp_path / "data.txt")]
@@ -65,8 +72,11 @@ def test_a_virtualenv_shipped_with_archives_runs_the_executors_python(tmp_path: 
     out = done.stdout
     assert "EXECUTORS ['tiny-42:environment']" in out  # imported from the archive, by its Python
     assert "HELPER helper-from-py-files" in out and "DATA data-from-files" in out
-    upload_dir = f"file://{uploads}/spark-upload-"
-    assert f"APP {uploads}/spark-upload-" in out
+    upload_dir = f"{base}/spark-upload-"
+    if scheme == "file":
+        assert f"APP {uploads}/spark-upload-" in out
+    else:  # fetched by the driver pod with Hadoop's FileSystem into a directory of its own
+        assert "APP " in out and "/k8s-backend-fetched-" in out
     assert f"CONF spark.archives {upload_dir}" in out and "/env.tar.gz#environment" in out
     assert f"CONF spark.jars {upload_dir}" in out
     assert f"Deleted the uploaded files in {upload_dir}" in done.stderr

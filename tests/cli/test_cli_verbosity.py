@@ -11,7 +11,7 @@ import pytest
 
 from k8s_backend.cli import main as main_module
 from k8s_backend.cli.deps import Dependencies
-from k8s_backend.cli.main import configure_logging, main, verbosity
+from k8s_backend.cli.main import configure_logging, main, quiet_py4j_interrupts, verbosity
 from k8s_backend.cli.submit_args import parse_submit_args
 
 
@@ -21,7 +21,8 @@ def python_default_logging() -> Iterator[None]:
     each test phase, so this is entered in the test's body), put back afterwards."""
     root = logging.getLogger()
     names = ("k8s_backend", "py4j", "py4j.clientserver")
-    saved = (root.level, list(root.handlers), {n: logging.getLogger(n).level for n in names})
+    levels = {n: logging.getLogger(n).level for n in names}
+    saved = (root.level, list(root.handlers), levels, list(root.filters))
     root.handlers = []
     root.setLevel(logging.WARNING)
     try:
@@ -29,6 +30,7 @@ def python_default_logging() -> Iterator[None]:
     finally:
         root.setLevel(saved[0])
         root.handlers = saved[1]
+        root.filters = saved[3]
         for name, level in saved[2].items():
             logging.getLogger(name).setLevel(level)
 
@@ -70,6 +72,7 @@ def test_v_raises_k8s_backend_only(count: int, level: int) -> None:
 def test_without_v_everything_stays_at_warning() -> None:
     with python_default_logging():
         configure_logging(0)
+        assert quiet_py4j_interrupts in logging.getLogger().filters  # Ctrl-C in a JVM call: one line
         assert logging.getLogger().level == logging.WARNING
         assert logging.getLogger("k8s_backend").level == logging.NOTSET
         assert not logging.getLogger("k8s_backend.backend").isEnabledFor(logging.INFO)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import Any
 
@@ -17,8 +18,9 @@ SPARK = "spark-kubernetes-executor"
 
 
 def at(h: Harness) -> str:
-    """The harness clock as the histories print it."""
-    return time.strftime("%H:%M:%S", time.gmtime(h.scheduler.clock.now()))
+    """The harness clock as the histories print it: ISO 8601 in UTC, with the date and the time zone."""
+    moment = time.gmtime(h.scheduler.clock.now())
+    return time.strftime("%Y-%m-%dT%H:%M:%S", moment) + f".{int(h.scheduler.clock.now() * 1000) % 1000:03d}Z"
 
 
 def pod_names(h: Harness) -> list[str]:
@@ -246,4 +248,14 @@ def test_labelling_killed_and_decommissioned_executors_logs_no_illegal_transitio
         h.run(1.0)
     assert executors(h)["illegal_transitions"] == 0
     assert not [r for r in caplog.records if "illegal" in r.getMessage()]
+    h.backend.stop()
+
+
+def test_status_times_are_iso_8601_like_the_histories() -> None:
+    h = started()
+    status = h.backend.status()
+    assert status["history"], "the backend's own state changes"
+    for move in status["history"]:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", move["time"]), move
+    assert status["history"][-1]["time"] == at(h)
     h.backend.stop()

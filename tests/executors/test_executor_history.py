@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 from executor_tracking_pods import T0, make_tracker, observe
 
 from k8s_backend.executors.states import ExecutorState
 
 S = ExecutorState
+
+
+def clock_times(history: str) -> str:
+    """A history with each of its ISO 8601 times (this test's day, UTC, milliseconds) cut to HH:MM:SS;
+    a time in any other form is left alone, so that the comparison fails."""
+    return re.sub(r"\b2026-01-01T(\d\d:\d\d:\d\d)\.000Z", r"\1", history)
 
 
 def test_the_history_line_reads_like_the_issue_example() -> None:
@@ -15,7 +23,7 @@ def test_the_history_line_reads_like_the_issue_example() -> None:
     observe(tracker, T0 + 1, 1, "Pending", unschedulable="0/3 nodes have enough memory")
     observe(tracker, T0 + 39, 1, "Running")
     observe(tracker, T0 + 310, 1, "Failed", exit_code=137, reason="OOMKilled")
-    assert tracker.describe(1) == (
+    assert clock_times(tracker.describe(1)) == (
         "requested 12:00:01, pending 12:00:02 (Unschedulable: 0/3 nodes have enough memory), "
         "running 12:00:40, failed 12:05:11 exit 137 OOMKilled"
     )
@@ -26,17 +34,17 @@ def test_an_evicted_executor_says_evicted_not_an_unexpected_exit() -> None:
     tracker.requested(1, 0, T0)
     observe(tracker, T0 + 39, 1, "Running")
     observe(tracker, T0 + 99, 1, "Failed", evicted="The node was low on resource: memory.")
-    assert tracker.describe(1) == "requested 12:00:01, running 12:00:40, failed 12:01:40 Evicted"
+    assert clock_times(tracker.describe(1)) == "requested 12:00:01, running 12:00:40, failed 12:01:40 Evicted"
     tracker.requested(2, 0, T0)
     observe(tracker, T0 + 99, 2, "Failed", evicted="", exit_code=137)
-    assert tracker.describe(2).endswith("failed 12:01:40 Evicted (exit 137)")
+    assert clock_times(tracker.describe(2)).endswith("failed 12:01:40 Evicted (exit 137)")
 
 
 def test_a_pending_executor_shows_its_current_reason() -> None:
     tracker = make_tracker()
     tracker.requested(1, 0, T0)
     observe(tracker, T0 + 1, 1, "Pending", waiting="ImagePullBackOff", waiting_message="Back-off pulling")
-    assert tracker.describe(1) == (
+    assert clock_times(tracker.describe(1)) == (
         "requested 12:00:01, pending 12:00:02 (ImagePullBackOff: Back-off pulling)"
     )
 
@@ -47,7 +55,8 @@ def test_the_reason_kept_is_the_last_one_seen_before_leaving_pending() -> None:
     observe(tracker, T0 + 1, 1, "Pending", unschedulable="0/3 nodes are available")
     observe(tracker, T0 + 5, 1, "Pending", waiting="ErrImagePull")
     observe(tracker, T0 + 9, 1, "Running")
-    assert tracker.describe(1) == "requested 12:00:01, pending 12:00:02 (ErrImagePull), running 12:00:10"
+    expected = "requested 12:00:01, pending 12:00:02 (ErrImagePull), running 12:00:10"
+    assert clock_times(tracker.describe(1)) == expected
 
 
 def test_a_pod_that_simply_started_has_no_reason() -> None:
@@ -55,7 +64,7 @@ def test_a_pod_that_simply_started_has_no_reason() -> None:
     tracker.requested(1, 0, T0)
     observe(tracker, T0 + 1, 1, "Pending", waiting="ContainerCreating")
     observe(tracker, T0 + 2, 1, "Running")
-    assert tracker.describe(1) == "requested 12:00:01, pending 12:00:02, running 12:00:03"
+    assert clock_times(tracker.describe(1)) == "requested 12:00:01, pending 12:00:02, running 12:00:03"
 
 
 def test_exit_details_name_the_code_and_any_telling_reason() -> None:
@@ -65,9 +74,9 @@ def test_exit_details_name_the_code_and_any_telling_reason() -> None:
     observe(tracker, T0 + 1, 1, "Failed", exit_code=1, reason="Error")
     observe(tracker, T0 + 1, 2, "Succeeded", exit_code=0, reason="Completed")
     observe(tracker, T0 + 1, 3, "Failed", exit_code=143, reason="ContainerCannotRun")
-    assert tracker.describe(1).endswith("failed 12:00:02 exit 1")
-    assert tracker.describe(2).endswith("succeeded 12:00:02 exit 0")
-    assert tracker.describe(3).endswith("failed 12:00:02 exit 143 ContainerCannotRun")
+    assert clock_times(tracker.describe(1)).endswith("failed 12:00:02 exit 1")
+    assert clock_times(tracker.describe(2)).endswith("succeeded 12:00:02 exit 0")
+    assert clock_times(tracker.describe(3)).endswith("failed 12:00:02 exit 143 ContainerCannotRun")
 
 
 def test_hook_events_carry_their_reason() -> None:
@@ -77,7 +86,7 @@ def test_hook_events_carry_their_reason() -> None:
     tracker.decommissioning([1], T0 + 2)
     tracker.killed([1], T0 + 3)
     tracker.lost(1, "executor heartbeat timed out", T0 + 4)
-    assert tracker.describe(1) == (
+    assert clock_times(tracker.describe(1)) == (
         "requested 12:00:01, running 12:00:02, decommissioning 12:00:03 decommission requested, "
         "terminating 12:00:04 killed by the driver, lost 12:00:05 executor heartbeat timed out"
     )
@@ -89,7 +98,8 @@ def test_a_failed_creation_is_in_the_history_with_the_api_message() -> None:
     tracker.creation_failed(4, 0, message, T0)
     record = tracker.record(4)
     assert record is not None and record.state is S.FAILED
-    assert tracker.describe(4) == f"requested 12:00:01, failed 12:00:01 pod creation failed: {message}"
+    expected = f"requested 12:00:01, failed 12:00:01 pod creation failed: {message}"
+    assert clock_times(tracker.describe(4)) == expected
 
 
 def test_unknown_executors_are_described_as_such() -> None:
@@ -129,5 +139,12 @@ def test_the_summary_counts_states_and_lists_recent_histories() -> None:
     histories = summary["histories"]
     assert isinstance(histories, dict)
     assert sorted(histories, key=int) == [str(i) for i in range(6, 26)], "the 20 newest executors"
-    assert histories["25"] == "requested 12:00:01, running 12:00:02"
+    assert clock_times(histories["25"]) == "requested 12:00:01, running 12:00:02"
     assert summary["stuck"] == [] and summary["illegal_transitions"] == 0
+
+
+def test_history_times_are_iso_8601_in_utc_with_the_date_and_milliseconds() -> None:
+    tracker = make_tracker()
+    tracker.requested(1, 0, T0 + 0.25)
+    assert tracker.describe(1) == "requested 2026-01-01T12:00:01.250Z"
+    assert tracker.summary(T0 + 1)["histories"] == {"1": "requested 2026-01-01T12:00:01.250Z"}

@@ -64,6 +64,9 @@ def test_an_unpullable_image_fails_the_start_and_leaves_no_pod_or_config_map() -
     assert done.returncode == 0 and lines, done.stderr[-5000:]
     seen = json.loads(lines[-1][len("SEEN ") :])
     assert seen["session"] != "started", "the backend failed the application while the context started"
+    # session() says why in one line, not with the Java error that followed (issue 13, section 5).
+    told = "ApplicationFailedError: Executor image nosuch/image:1 cannot be pulled"
+    assert seen["session"].startswith(told), seen["session"]
     assert seen["pods_created"] >= 2, "executor pods were created (and stayed Pending) before the failure"
     assert seen["gone"], seen
     assert seen["pods"] == [] and seen["config_maps"] == []

@@ -1,0 +1,138 @@
+"""What a failure looks like on the command line: one line on stderr and a non-zero exit code; with -v
+also the traceback (and what the failure holds, e.g. a driver JVM's output)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import APPS, IMAGE, cli
+
+from k8s_backend.cli import app_commands
+from k8s_backend.cli.main import quiet_py4j_interrupts
+from k8s_backend.spark.jvm_start import DriverStartError, HeldStderr, start_failure
+
+MASTER = "pyk8s://https://k8s.test:6443"
+REASON = "Executor image nosuch/image:1 cannot be pulled (ErrImagePull: not found) after 3s"
+
+UNRESOLVED = """\
+:: loading settings :: file = /tmp/ivysettings.xml
+\t\t:: org.example.nothere#nothing;0.0.1: not found
+Exception in thread "main" java.lang.RuntimeException: [unresolved dependency: \
+org.example.nothere#nothing;0.0.1: not found]
+\tat org.apache.spark.util.MavenUtils$.resolveMavenCoordinates(MavenUtils.scala:539)
+"""
+
+
+class FailedRuntime:
+    """A driver whose backend failed the application: the script then fails with a Java error."""
+
+    def __init__(self, reason: str | None, error: BaseException | None = None) -> None:
+        self.reason = reason
+        self.error = error
+        self.stopped = 0
+
+    def prepare(self, master: str, properties: Mapping[str, str]) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def failure(self) -> str | None:
+        return self.reason
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+def submit(*options: str, app: Path = APPS / "fail.py", runtime: Any, **deps: Any) -> Any:
+    return cli(["submit", "--master", MASTER, "--conf", IMAGE, *options, str(app)], runtime=runtime, **deps)
+
+
+def test_a_script_failing_after_the_backend_gave_up_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    runtime = FailedRuntime(REASON)
+    result = submit(runtime=runtime)
+    assert result.code == 1
+    assert result.err.splitlines() == [f"k8s-backend: error: the application failed: {REASON}"]
+    assert "Traceback" not in capsys.readouterr().err
+    assert runtime.stopped == 1
+
+
+def test_v_adds_the_scripts_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    result = submit("-v", runtime=FailedRuntime(REASON))
+    assert result.code == 1 and f"the application failed: {REASON}" in result.err
+    assert "RuntimeError: the application failed on purpose" in capsys.readouterr().err
+
+
+def test_a_scripts_own_error_keeps_its_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    # Not k8s_backend's failure: the user's bug, told as `python app.py` tells it.
+    result = submit(runtime=FailedRuntime(None))
+    assert result.code == 1 and "error" not in result.err
+    assert "RuntimeError: the application failed on purpose" in capsys.readouterr().err
+
+
+def test_a_driver_jvm_that_did_not_start_is_one_line_and_v_shows_its_output() -> None:
+    error = start_failure(UNRESOLVED)
+    quiet = submit(runtime=FailedRuntime(None, error))
+    assert quiet.code == 2
+    assert quiet.err.splitlines() == [f"k8s-backend: error: {error}"]
+    loud = submit(runtime=FailedRuntime(None, error), verbosity=1)
+    assert "Traceback" in loud.err and "MavenUtils" in loud.err
+    assert loud.err.splitlines()[-1] == f"k8s-backend: error: {error}"
+
+
+def test_the_jvms_reason_is_read_from_its_output() -> None:
+    error = start_failure(UNRESOLVED)
+    assert isinstance(error, DriverStartError) and error.output == UNRESOLVED
+    assert str(error).startswith(
+        "the driver JVM did not start: unresolved dependency: org.example.nothere#nothing;0.0.1: not found. "
+        "check the coordinates in --packages"
+    )
+    usage = start_failure("Error: Unrecognized option: --bogus\nUsage: spark-submit [options]\n")
+    assert str(usage).startswith("the driver JVM did not start: Unrecognized option: --bogus. see its output")
+    assert "it printed no reason" in str(start_failure(""))
+
+
+def test_an_unforeseen_error_is_one_line_and_v_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> int:
+        raise LookupError("something no check foresaw")
+
+    monkeypatch.setattr(app_commands, "list_command", broken)
+    quiet = cli(["list", "--master", MASTER])
+    assert quiet.code == 1
+    assert quiet.err.splitlines() == ["k8s-backend: error: LookupError: something no check foresaw"]
+    loud = cli(["list", "--master", MASTER], verbosity=1)
+    assert "Traceback" in loud.err and loud.err.splitlines()[-1] == quiet.err.splitlines()[0]
+
+
+def test_py4j_interrupt_records_on_the_root_logger_are_dropped() -> None:
+    def record(name: str, path: str) -> logging.LogRecord:
+        message = "KeyboardInterrupt while sending command."
+        return logging.LogRecord(name, logging.ERROR, path, 1, message, (), None)
+
+    py4j = os.path.join(os.sep, "site-packages", "py4j", "java_gateway.py")
+    assert not quiet_py4j_interrupts(record("root", py4j))
+    assert quiet_py4j_interrupts(record("k8s_backend.backend", py4j))
+    assert quiet_py4j_interrupts(record("root", os.path.join(os.sep, "app", "main.py")))
+
+
+def test_java_stack_frames_are_left_out_of_the_jvms_log_after_its_start() -> None:
+    read_fd, write_fd = os.pipe()
+    sink_read, sink_write = os.pipe()
+    held = HeldStderr(read_fd, sink_write, java_stacks=False)
+    held.start()
+    os.write(write_fd, b"starting\n")
+    held.release()
+    os.write(write_fd, b"26/12/02 ERROR SparkContext: Error initializing SparkContext.\njava.lang.Illegal")
+    os.write(write_fd, b"StateException: stopped\n\tat org.apache.spark.X.y(X.scala:1)\n")
+    os.write(write_fd, b"\t... 12 more\nnext\n")
+    os.close(write_fd)
+    assert held.output() == ""  # released: nothing is held any more
+    os.close(sink_write)
+    with os.fdopen(sink_read, "rb") as sink:
+        assert sink.read().decode() == (
+            "starting\n26/12/02 ERROR SparkContext: Error initializing SparkContext.\n"
+            "java.lang.IllegalStateException: stopped\nnext\n"
+        )
