@@ -54,6 +54,9 @@ from k8s_backend.scheduling import Cancellable, Clock, Scheduler
 log = logging.getLogger(__name__)
 
 RENEWALS_PER_DURATION = 3  # renewed every leaseDuration/3: two renewals may fail before it expires
+# Renewals that try to create the executor ConfigMap again after the Lease was: the collector takes the
+# old one within seconds, so three renewals (a minute by default) outwait it.
+CONFIG_MAP_CHECKS = 3
 
 
 def default_holder() -> str:
@@ -110,7 +113,7 @@ class DriverHeartbeat:
         self.owns_config_map = False  # the ConfigMap names the Lease as owner: deleting the Lease collects it
         self._config_map: Obj | None = None  # its body without owner, to create it again
         self._config_map_owner: str | None = None  # the Lease uid it is owned by, as last made sure
-        self._recheck_config_map = False  # it was adopted, not created: the collector may still take it
+        self._config_map_checks = 0  # creates left to try for that Lease while the old one lingers
 
     @property
     def interval(self) -> float:
@@ -202,32 +205,29 @@ class DriverHeartbeat:
             )
 
     def _keep_config_map(self) -> None:
-        """Make sure the ConfigMap the Lease owns is owned by the Lease as it is now (its uid changes when it
-        is created again). No request while the uid is the one the ConfigMap names."""
+        """Make sure the ConfigMap the Lease owns exists while the Lease is the one it is now (its uid
+        changes when it is created again). No request while the uid is the one last made sure of."""
         lease, body = self.lease, self._config_map
         uid = _uid(lease)
         if lease is None or body is None or uid is None:
             return
-        already_owned = self._config_map_owner == uid
-        if already_owned and not self._recheck_config_map:
+        if self._config_map_owner != uid:
+            self._config_map_owner, self._config_map_checks = uid, CONFIG_MAP_CHECKS
+        if self._config_map_checks == 0:
             return
+        self._config_map_checks -= 1
         try:
             self._api.create(CONFIG_MAPS, self._namespace, _owned_by(body, lease))
-            log.warning(
-                "Executor ConfigMap %s/%s was collected with the deleted heartbeat lease: created it again",
-                self._namespace,
-                _name(body),
-            )
-            self._recheck_config_map = False
         except ConflictError:
-            # Still there when checked again: the new owner kept it. Otherwise not collected yet (the
-            # collector works in the background) or orphaned: adopt it, and look once more next renewal
-            # in case the collector had already decided to delete it.
-            if not already_owned:
-                owner = {"metadata": {"ownerReferences": [owner_reference(lease)]}}
-                self._api.patch(CONFIG_MAPS, self._namespace, _name(body), owner)
-            self._recheck_config_map = not already_owned
-        self._config_map_owner = uid
+            # The old one, not collected yet: the collector deletes a dependent of a gone owner in the
+            # background. Look again at the next renewals (create only, which the driver's Role grants).
+            return
+        self._config_map_checks = 0
+        log.warning(
+            "Executor ConfigMap %s/%s was collected with the deleted heartbeat lease: created it again",
+            self._namespace,
+            _name(body),
+        )
 
     def _renewal(self) -> Obj:
         renewal: Obj = {

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from backend_harness import APP_ID, make_harness
 
-from k8s_backend.heartbeat import DriverHeartbeat
+from k8s_backend.heartbeat import CONFIG_MAP_CHECKS, DriverHeartbeat
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NotFoundError
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.testing.fake import FakeKubernetes
@@ -87,26 +87,34 @@ def test_a_lease_replaced_between_two_renewals_gets_the_config_map_back_too() ->
     assert owner_uids(fake) == [lease_uid(fake)]
 
 
-def test_a_config_map_not_collected_yet_is_adopted_by_the_new_lease_and_checked_once_more() -> None:
+def test_a_config_map_not_collected_yet_is_created_again_once_the_collector_took_it() -> None:
     _, fake, scheduler = started()
     stale = dict(fake.get(CONFIG_MAPS, "default", NAME))
     fake.delete(LEASES, "default", LEASE)
-    # The garbage collector works in the background: the ConfigMap may outlive its owner for a while
-    # (or be orphaned). The fake keeps a dependent whose owner is already gone.
+    # The garbage collector works in the background: the ConfigMap may outlive its owner for a while.
+    # The fake keeps a dependent whose owner is already gone.
     fake.create(CONFIG_MAPS, "default", {"metadata": stale["metadata"] | {"resourceVersion": None}})
     old = owner_uids(fake)
     scheduler.advance(10)
     new = lease_uid(fake)
-    assert old != [new]
-    assert owner_uids(fake) == [new]
-    assert fake.calls_of("patch", CONFIG_MAPS)
-    fake.reset_calls()
-    fake.delete(CONFIG_MAPS, "default", NAME)  # the collector had already decided to delete it
+    assert old != [new] and owner_uids(fake) == old  # still the old one: a create conflicted
+    assert not fake.calls_of("patch", CONFIG_MAPS)  # create only: what the driver's Role grants
+    fake.delete(CONFIG_MAPS, "default", NAME)  # the collector took it
     scheduler.advance(10)
-    assert owner_uids(fake) == [new]  # the one more look created it again
+    assert owner_uids(fake) == [new]  # the next renewal's look created it again
     fake.reset_calls()
     scheduler.advance(20)
     assert [(c.verb, c.resource_plural) for c in fake.calls] == [("patch", "leases")] * 2
+
+
+def test_the_looks_for_a_lingering_config_map_are_bounded() -> None:
+    _, fake, scheduler = started()
+    stale = dict(fake.get(CONFIG_MAPS, "default", NAME))
+    fake.delete(LEASES, "default", LEASE)
+    fake.create(CONFIG_MAPS, "default", {"metadata": stale["metadata"] | {"resourceVersion": None}})
+    fake.reset_calls()
+    scheduler.advance(10 * (CONFIG_MAP_CHECKS + 3))  # an orphan nobody collects
+    assert len(fake.calls_of("create", CONFIG_MAPS)) == CONFIG_MAP_CHECKS
 
 
 def test_a_failed_config_map_creation_is_logged_and_retried_at_the_next_renewal(

@@ -97,7 +97,8 @@ def test_the_driver_role_is_enough_for_allocation_replacement_and_cleanup(
             backend.stop()
     until(lambda: all_pods(admin, app, TEAM) == [], "no pod left after stop()")
     selector = f"spark-app-selector={app}"
-    assert admin.list(CONFIG_MAPS, TEAM, label_selector=selector).items == []
+    # Owned by the heartbeat Lease, the executor ConfigMap goes with it, through the real garbage collector.
+    until(lambda: admin.list(CONFIG_MAPS, TEAM, label_selector=selector).items == [], "ConfigMap collected")
     assert admin.list(SECRETS, TEAM, label_selector=selector).items == []
     assert [lease["metadata"]["name"] for lease in admin.list(LEASES, TEAM).items] == []
     refused = [r.getMessage() for r in caplog.records if "forbidden" in r.getMessage().lower()]
