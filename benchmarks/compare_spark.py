@@ -193,15 +193,16 @@ def render(results: dict[str, dict[str, list[float]]], repeat: int) -> str:
     if adaptive in results and defaults in results:  # the same ours-adaptive runs against Spark's defaults
         key = "1000 pods, Spark defaults / ours adaptive: first create -> all Running (s)"
         results[key] = {"spark": results[defaults]["spark"], "ours": results[adaptive]["ours"]}
-    width = max(len(k) for k in results) if results else 10
+    width = max((len(k) for k in results), default=10)
     lines = [
-        f"medians of {repeat} run(s) per side; ratio = k8s_backend / Spark",
-        f"{'scenario':{width}}  {'Spark 4.3':>10}  {'k8s_backend':>11}  {'ratio':>6}",
+        f"medians of {repeat} run(s) per side; ratio = k8s_backend / Spark (a Markdown table)",
+        f"| {'scenario':{width}} | {'Spark 4.3':>10} | {'k8s_backend':>11} | {'ratio':>6} |",
+        f"|{'-' * (width + 2)}|{'-' * 11}:|{'-' * 12}:|{'-' * 7}:|",
     ]
     for key, sides in results.items():
         spark, ours = median(sides["spark"]), median(sides["ours"])
         ratio = f"{ours / spark:.2f}" if spark and ours is not None else "n/a"
-        lines.append(f"{key:{width}}  {cell(spark):>10}  {cell(ours):>11}  {ratio:>6}")
+        lines.append(f"| {key:{width}} | {cell(spark):>10} | {cell(ours):>11} | {ratio:>6} |")
     return "\n".join(lines)
 
 
