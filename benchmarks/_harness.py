@@ -30,6 +30,7 @@ FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # JVM start-up speed on s
 class PodTimes:
     """When the recorder saw an executor pod created, Running and gone (monotonic seconds)."""
 
+    app: str
     created: float
     running: float | None = None
     gone: float | None = None  # deleted, being deleted, or ended (Failed/Succeeded)
@@ -42,8 +43,9 @@ class PodClock:
     def __init__(self, cluster: LocalCluster) -> None:
         self._fake = cluster.fake
         self._cond = threading.Condition()
-        self.pods: dict[str, PodTimes] = {}
+        self.pods: dict[tuple[str, str], PodTimes] = {}  # by (application id, pod name)
         self._stream: Any = None
+        self._seen_rv = 0
         self.restart()
 
     def restart(self) -> None:
@@ -58,13 +60,18 @@ class PodClock:
     def _run(self, stream: Any) -> None:
         try:
             for event in stream:
+                meta, now = event.object["metadata"], time.monotonic()
+                with self._cond:
+                    self._seen_rv = max(self._seen_rv, int(meta.get("resourceVersion") or 0))
+                    self._cond.notify_all()
                 if event.type == "BOOKMARK":
                     continue
-                meta, now = event.object["metadata"], time.monotonic()
-                if (meta.get("labels") or {}).get("spark-role") != "executor":
+                labels = meta.get("labels") or {}
+                if labels.get("spark-role") != "executor":
                     continue
-                with self._cond:
-                    times = self.pods.setdefault(meta["name"], PodTimes(created=now))
+                with self._cond:  # (events of an earlier run's pods may still be arriving: keyed by app)
+                    key = (labels.get("spark-app-selector", ""), meta["name"])
+                    times = self.pods.setdefault(key, PodTimes(app=key[0], created=now))
                     phase = (event.object.get("status") or {}).get("phase")
                     if phase == "Running" and times.running is None:
                         times.running = now
@@ -75,17 +82,24 @@ class PodClock:
         except Exception:  # a dropped or refused watch ends this thread; restart() opens the next
             return
 
-    def reset(self) -> None:
+    def reset(self, timeout: float = 120.0) -> None:
+        """Forget every pod, once the events already sent (an earlier run's) were taken in: its times
+        are those of events as they happen, not of a backlog."""
+        upto = int(self._fake.resource_version)
+        self._fake.send_bookmark()
         with self._cond:
+            self._cond.wait_for(lambda: self._seen_rv >= upto, timeout)
             self.pods.clear()
 
-    def running_live(self) -> int:
+    def running_live(self, app: str) -> int:
+        """The application's executor pods that are Running and not on their way out."""
         with self._cond:
-            return sum(1 for t in self.pods.values() if t.running is not None and t.gone is None)
+            return sum(1 for t in self.pods.values() if t.app == app and t.running and t.gone is None)
 
-    def created_after(self, moment: float) -> list[float]:
+    def created_after(self, app: str, moment: float = 0.0) -> list[float]:
+        """When the application's executor pods created at or after ``moment`` were seen, oldest first."""
         with self._cond:
-            return sorted(t.created for t in self.pods.values() if t.created >= moment)
+            return sorted(t.created for t in self.pods.values() if t.app == app and t.created >= moment)
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
         with self._cond:

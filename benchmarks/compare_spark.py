@@ -75,12 +75,12 @@ def allocation(
     master, conf = spark_conf(cluster, ours, **{"spark.executor.instances": str(target), **NO_WAIT, **props})
     driver = Driver(master, conf)
     try:
-        driver.expect("started")
-        if not clock.wait_for(lambda: clock.running_live() >= target, 600):
-            raise RuntimeError(f"{label}: {clock.running_live()} of {target} pods Running after 600 s")
+        app = driver.expect("started")["app"]
+        if not clock.wait_for(lambda: clock.running_live(app) >= target, 600):
+            raise RuntimeError(f"{label}: {clock.running_live(app)} of {target} pods Running after 600 s")
         done = time.monotonic()
         time.sleep(SETTLE)
-        created = clock.created_after(0.0)
+        created = clock.created_after(app)
         cpu = driver.finish()
         requests = requests_served(cluster) - before
     finally:
@@ -119,15 +119,15 @@ def recovery(cluster: LocalCluster, clock: PodClock, ours: bool) -> Figures:
     driver = Driver(master, conf)
     figures: Figures = {}
     try:
-        driver.expect("started")
-        clock.wait_for(lambda: clock.running_live() >= 2, 120)
+        app = driver.expect("started")["app"]
+        clock.wait_for(lambda: clock.running_live(app) >= 2, 120)
         time.sleep(1.0)
         killed = time.monotonic()
         fail_one_pod(cluster)
-        replaced = clock.wait_for(lambda: bool(clock.created_after(killed)), 120)
+        replaced = clock.wait_for(lambda: bool(clock.created_after(app, killed)), 120)
         if replaced:
-            figures["executor exit 137 -> replacement pod (s)"] = clock.created_after(killed)[0] - killed
-        clock.wait_for(lambda: clock.running_live() >= 2, 120)
+            figures["executor exit 137 -> replacement pod (s)"] = clock.created_after(app, killed)[0] - killed
+        clock.wait_for(lambda: clock.running_live(app) >= 2, 120)
         time.sleep(1.0)
         fake = cluster.fake
         victim = sorted(p["metadata"]["name"] for p in fake.objects(PODS, "default"))[0]
@@ -136,9 +136,9 @@ def recovery(cluster: LocalCluster, clock: PodClock, ours: bool) -> Figures:
         fake.compact()
         fake.drop_watches()  # every watch resumes from a compacted resourceVersion: 410 Gone
         clock.restart()
-        if clock.wait_for(lambda: bool(clock.created_after(gone)), 120):
+        if clock.wait_for(lambda: bool(clock.created_after(app, gone)), 120):
             figures["pod deleted, watch resume 410 -> replacement pod (s)"] = (
-                clock.created_after(gone)[0] - gone
+                clock.created_after(app, gone)[0] - gone
             )
         driver.finish()
     finally:
