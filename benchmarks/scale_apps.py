@@ -8,8 +8,8 @@ once), so they share the process's client-side rate limiter (``spark.kubernetes.
 script prints, per application, the seconds from start to all its executors Running, the pods it created
 and the most it had live at once (exactness: both must equal the target), then:
 
-- the rate limiter: the most pod creates the server received in any one-second window, against the
-  bucket's bound (``burst + qps``), and the seconds callers waited for tokens;
+- the rate limiter: the most pod creates the server received in any window of 1 s and of 5 s, against
+  the bucket's bound (``burst + qps x window``), and the seconds callers waited for tokens;
 - starvation: the slowest application's time against the median's.
 
 Wall-clock figures on a shared machine; the checks (exact targets, the bound) are what to read.
@@ -111,11 +111,11 @@ def api(cluster: LocalCluster, qps: float, burst: int) -> OfficialKubernetesApi:
     return OfficialKubernetesApi.from_conf(settings, namespace_default="default", environ=environ)
 
 
-def peak_creates_per_second(times: list[float]) -> int:
-    """The most creates in any window of one second (sliding over the creates themselves)."""
+def peak_creates(times: list[float], window: float) -> int:
+    """The most creates in any ``window`` seconds (sliding over the creates themselves)."""
     times, peak, start = sorted(times), 0, 0
     for end, moment in enumerate(times):
-        while times[start] <= moment - 1.0:
+        while times[start] <= moment - window:
             start += 1
         peak = max(peak, end - start + 1)
     return peak
@@ -172,10 +172,12 @@ def main() -> None:
         print(
             f"{name:18} {took:15.1f} {len(pods.created):13} {pods.max_live:9} {'yes' if exact else 'NO':>6}"
         )
-    bound = args.burst + args.qps
-    peak = peak_creates_per_second(creates)
-    print(f"rate limiter: peak {peak} pod creates in one second at the server (bound burst + qps: {bound:g});"
-          f" callers waited {waited:.1f} s for tokens; {len(creates)} creates in all")  # fmt: skip
+    # The bucket paces when requests leave; the server sees them arrive, bunched by the network and the GIL.
+    peaks = ", ".join(
+        f"{peak_creates(creates, w)} in {w:g} s (bound {args.burst + w * args.qps:g})" for w in (1.0, 5.0)
+    )
+    print(f"rate limiter: most pod creates the server received: {peaks}; callers waited {waited:.1f} s"
+          f" for tokens in all; {len(creates)} creates")  # fmt: skip
     finite = [t for t in times if t == t]
     if finite:
         median = statistics.median(finite)
