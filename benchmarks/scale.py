@@ -1,8 +1,12 @@
-"""Scale check: cost per watch event and per allocation round at 1k, 5k and 10k executor pods.
+"""Scale check: cost per watch event and per allocation round at 1k, 5k and 10k executor pods, then the
+memory per tracked executor and the CPU of a full resync with 10,000 executors in one application.
 
-Run: ``python benchmarks/scale.py``. Prints microseconds per watch event (store update plus the delivery
-share of both subscribers) and milliseconds per allocation round; flat figures across pod counts mean
-no per-event cost grows with the number of pods.
+Run: ``python benchmarks/scale.py [--executors 10000]``. Prints microseconds per watch event (store update
+plus the delivery share of both subscribers) and milliseconds per allocation round; flat figures across
+pod counts mean no per-event cost grows with the number of pods. Then (see :mod:`_scale_memory`): the bytes
+the backend keeps per executor, with and without the pod objects it holds (goal <= 5 KB), and the CPU
+seconds of one full resync of every pod (goal <= 0.5 s). ``benchmarks/scale_apps.py`` runs many
+applications at once.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import argparse
 import time
 from typing import Any
+
+from _scale_memory import print_memory_and_resync
 
 from k8s_backend.allocation.allocator import AllocatorIdentity, AllocatorSettings, ExecutorPodsAllocator
 from k8s_backend.conf.model import KubernetesConf
@@ -104,7 +110,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument("--executors", type=int, default=10_000, help="for the memory and resync figures")
+    parser.add_argument("--skip-costs", action="store_true", help="only the memory and resync figures")
     args = parser.parse_args()
+    print_memory_and_resync(args.executors)
+    if args.skip_costs:
+        return
     print(f"{'pods':>6} {'us/watch event':>15} {'ms/allocation round':>20}")
     for pods in (1_000, 5_000, 10_000):
         per_event = watch_event_cost(pods, args.events)

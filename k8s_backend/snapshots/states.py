@@ -47,7 +47,11 @@ _FINAL = frozenset({PodPhase.SUCCEEDED, PodPhase.FAILED, PodPhase.DELETED, PodPh
 
 @attrs.frozen(slots=True)
 class ExecutorPodState:
-    """One executor pod and the state it maps to. Equality ignores the pod body."""
+    """One executor pod and the state it maps to. Equality ignores the pod body.
+
+    The snapshot store's states hold the compact pod of :mod:`k8s_backend.snapshots.store_pods` (what the
+    backend reads of a pod; its parts may be shared with other pods'): read it, never change it.
+    """
 
     executor_id: int
     phase: PodPhase
