@@ -8,6 +8,7 @@ from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, KubernetesApi
 from k8s_backend.kube.resource_version import newer, parse_resource_version
 from k8s_backend.scheduling import Cancellable, Scheduler
+from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.store import SnapshotsStore
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,10 @@ class ExecutorPodsPollingSnapshotSource:
 
     def poll(self) -> None:
         """One full resync; errors are logged and the next poll tries again."""
+        with collector_paused():  # the list is gone when _poll returns: see snapshots/collector.py
+            self._poll()
+
+    def _poll(self) -> None:
         try:
             listed = self._api.list(
                 PODS,

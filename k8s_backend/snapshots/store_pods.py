@@ -8,7 +8,8 @@ of every key and of values such as ``"True"``. :func:`compact_pod` keeps:
 - ``spec`` whole, except that each container keeps only ``name``, ``image``, ``imagePullPolicy`` and
   ``resources`` (its env, mounts, ports, command and probes are the backend's own output, never read back);
 - ``status`` whole, except ``hostIPs``/``podIPs`` (copies of ``hostIP``/``podIP``), each condition's
-  ``lastProbeTime`` and each container status' ``imageID``/``containerID``;
+  ``lastProbeTime``, the conditions no reader looks at (``Initialized``, ``PodReadyToStartContainers``,
+  ``ContainersReady``: the kubelet's own steps) and each container status' ``imageID``/``containerID``;
 
 and it swaps keys and common values for one shared copy from a fixed vocabulary (no table grows with
 the pods it sees). The states' rules, the allocator, the lifecycle decisions and the tracker read only
@@ -26,6 +27,8 @@ DROPPED_METADATA = frozenset({"managedFields"})
 CONTAINER_KEYS = ("name", "image", "imagePullPolicy", "resources")
 DROPPED_STATUS = frozenset({"hostIPs", "podIPs"})
 DROPPED_CONDITION = frozenset({"lastProbeTime"})
+# Conditions no reader of the store looks at (PodScheduled, Ready, DisruptionTarget and others are kept).
+UNREAD_CONDITIONS = frozenset({"Initialized", "PodReadyToStartContainers", "ContainersReady"})
 DROPPED_CONTAINER_STATUS = frozenset({"imageID", "containerID"})
 
 _VOCABULARY = (
@@ -36,6 +39,8 @@ _VOCABULARY = (
     "hostname", "subdomain", "restartPolicy", "terminationGracePeriodSeconds", "volumes", "containers",
     "initContainers", "nodeName", "nodeSelector", "schedulerName", "serviceAccountName", "tolerations",
     "priorityClassName", "priority", "affinity", "securityContext", "imagePullSecrets", "enableServiceLinks",
+    "dnsPolicy", "ClusterFirst", "ClusterFirstWithHostNet", "Default", "default-scheduler", "serviceAccount",
+    "preemptionPolicy", "PreemptLowerPriority",
     "image", "imagePullPolicy", "resources", "requests", "limits", "memory", "cpu", "ephemeral-storage",
     "emptyDir", "configMap", "secret", "persistentVolumeClaim", "claimName", "hostPath", "path",
     "phase", "conditions", "qosClass", "hostIP", "podIP", "startTime", "containerStatuses",
@@ -158,7 +163,11 @@ class PodCompactor:
         kept = times.mapping(status, DROPPED_STATUS)
         if type(kept) is dict:
             if "conditions" in kept:
-                kept["conditions"] = _list(kept["conditions"], lambda c: times.mapping(c, DROPPED_CONDITION))
+                kept["conditions"] = [
+                    times.mapping(c, DROPPED_CONDITION)
+                    for c in kept["conditions"]
+                    if type(c) is not dict or c.get("type") not in UNREAD_CONDITIONS
+                ] if type(kept["conditions"]) is list else kept["conditions"]  # fmt: skip
             for key in ("containerStatuses", "initContainerStatuses"):
                 if key in kept:
                     kept[key] = _list(kept[key], times.container_status)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
 from k8s_backend.scheduling import Clock
+from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.store import SnapshotsStore
 
 log = logging.getLogger(__name__)
@@ -145,9 +146,11 @@ class ExecutorPodsWatchSnapshotSource:
         return 0.0
 
     def _list(self) -> None:
-        listed = self._api.list(PODS, self._namespace, label_selector=self._selector)
-        self._store.replace_snapshot(listed.items, listed.resource_version)
-        self._resource_version = listed.resource_version
+        with collector_paused():  # the list is dropped inside: see snapshots/collector.py
+            listed = self._api.list(PODS, self._namespace, label_selector=self._selector)
+            self._store.replace_snapshot(listed.items, listed.resource_version)
+            self._resource_version = listed.resource_version
+            del listed
         self.relists += 1
         if self.relists > 1:
             self._store.notify_subscribers()

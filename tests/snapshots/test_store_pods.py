@@ -50,6 +50,8 @@ def full_pod(exec_id: int, **kwargs: Any) -> Obj:
     status["conditions"] = [
         {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": T0},
         {"type": "Ready", "status": "True", "lastProbeTime": None, "lastTransitionTime": T0},
+        {"type": "Initialized", "status": "True", "lastProbeTime": None, "lastTransitionTime": T0},
+        {"type": "ContainersReady", "status": "True", "lastProbeTime": None, "lastTransitionTime": T0},
     ]
     for container in status.get("containerStatuses") or []:
         container.update(imageID="spark@sha256:" + "a" * 64, containerID="containerd://" + "b" * 64)
@@ -119,6 +121,9 @@ def test_the_bulk_no_decision_reads_is_dropped_and_the_pod_given_is_unchanged() 
     assert "hostIPs" not in compact["status"] and "podIPs" not in compact["status"]
     assert compact["status"]["podIP"] == "10.0.0.9"
     assert all("lastProbeTime" not in c for c in compact["status"]["conditions"])
+    kept_types = [c["type"] for c in compact["status"]["conditions"]]
+    assert {"Ready", "PodScheduled"} <= set(kept_types)
+    assert not {"Initialized", "ContainersReady", "PodReadyToStartContainers"} & set(kept_types)
     assert all("imageID" not in c and "containerID" not in c for c in compact["status"]["containerStatuses"])
     assert len(json.dumps(compact)) < len(json.dumps(pod)) * 0.7
 
