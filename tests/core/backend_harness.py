@@ -9,6 +9,7 @@ import attrs
 
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.driver import ExecutorLoss
+from k8s_backend.heartbeat import DriverHeartbeat
 from k8s_backend.kube.port import PODS, KubernetesApi
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
@@ -17,6 +18,8 @@ from k8s_backend.wiring import assemble
 
 APP_ID = "spark-app-id"
 DRIVER_URL = "spark://CoarseGrainedScheduler@driver:7078"
+HEARTBEAT_LEASE = f"{APP_ID}-driver-heartbeat"
+START = 1_700_000_000.0  # the manual clocks' start
 BASE_CONF = {
     "spark.app.name": "test-app",
     "spark.kubernetes.container.image": "spark:4.3.0",
@@ -140,7 +143,7 @@ def make_harness(
     conf: Mapping[str, str] | None = None, *, driver: bool = True, driver_pod: bool = False
 ) -> Harness:
     """``driver_pod``: the driver pod ``driver`` exists, Ready (for spark.kubernetes.driver.pod.name)."""
-    clock = ManualClock(1_700_000_000.0)
+    clock = ManualClock(START)
     scheduler = DeterministicScheduler(clock)
     fake = FakeKubernetes(clock=clock, watch_blocking=False)
     if driver_pod:
@@ -163,3 +166,16 @@ def make_harness(
         scheduler=scheduler,
     )
     return Harness(fake, scheduler, recording, backend)
+
+
+def make_heartbeat(duration: float) -> tuple[DriverHeartbeat, FakeKubernetes, DeterministicScheduler]:
+    """A heartbeat of :data:`APP_ID` (not started) on a fresh fake, a manual clock at :data:`START` and a
+    deterministic scheduler."""
+    clock = ManualClock(START)
+    scheduler = DeterministicScheduler(clock)
+    fake = FakeKubernetes(clock=clock)
+    beat = DriverHeartbeat(
+        fake, scheduler, clock, namespace="default", app_id=APP_ID, lease_name=HEARTBEAT_LEASE,
+        duration=duration, holder="host/123",
+    )  # fmt: skip
+    return beat, fake, scheduler

@@ -5,7 +5,16 @@ from __future__ import annotations
 import logging
 
 import pytest
-from backend_harness import APP_ID, BASE_CONF, RecordingDriver, create_backend, make_harness
+from backend_harness import (
+    APP_ID,
+    BASE_CONF,
+    HEARTBEAT_LEASE,
+    START,
+    RecordingDriver,
+    create_backend,
+    make_harness,
+    make_heartbeat,
+)
 
 from k8s_backend.heartbeat import DriverHeartbeat
 from k8s_backend.kube.labels import HEARTBEAT_LEASE_ANNOTATION
@@ -14,19 +23,11 @@ from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.testing.fake import FakeKubernetes
 
-LEASE = f"{APP_ID}-driver-heartbeat"
-START = 1_700_000_000.0
+LEASE = HEARTBEAT_LEASE
 
 
 def heartbeat(duration: float = 60.0) -> tuple[DriverHeartbeat, FakeKubernetes, DeterministicScheduler]:
-    clock = ManualClock(START)
-    scheduler = DeterministicScheduler(clock)
-    fake = FakeKubernetes(clock=clock)
-    beat = DriverHeartbeat(
-        fake, scheduler, clock, namespace="default", app_id=APP_ID, lease_name=LEASE, duration=duration,
-        holder="host/123",
-    )  # fmt: skip
-    return beat, fake, scheduler
+    return make_heartbeat(duration)
 
 
 def renew_time(fake: FakeKubernetes) -> float | None:

@@ -8,27 +8,21 @@ import logging
 from typing import Any
 
 import pytest
-from backend_harness import APP_ID, make_harness
+from backend_harness import HEARTBEAT_LEASE, make_harness, make_heartbeat
 
 from k8s_backend.heartbeat import CONFIG_MAP_CHECKS, DriverHeartbeat
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NotFoundError
-from k8s_backend.scheduling import DeterministicScheduler, ManualClock
+from k8s_backend.scheduling import DeterministicScheduler
 from k8s_backend.testing.fake import FakeKubernetes
 
-LEASE = f"{APP_ID}-driver-heartbeat"
+LEASE = HEARTBEAT_LEASE
 NAME = "spark-exec-conf"
 BODY: dict[str, Any] = {"metadata": {"name": NAME}, "data": {"spark.properties": "a=b"}}
 
 
 def started(duration: float = 30.0) -> tuple[DriverHeartbeat, FakeKubernetes, DeterministicScheduler]:
     """A started heartbeat whose Lease owns the ConfigMap, created as the start plan creates it."""
-    clock = ManualClock(1_700_000_000.0)
-    scheduler = DeterministicScheduler(clock)
-    fake = FakeKubernetes(clock=clock)
-    beat = DriverHeartbeat(
-        fake, scheduler, clock, namespace="default", app_id=APP_ID, lease_name=LEASE, duration=duration,
-        holder="host/123",
-    )  # fmt: skip
+    beat, fake, scheduler = make_heartbeat(duration)
     beat.start()
     fake.create(CONFIG_MAPS, "default", beat.own_config_map(BODY))
     fake.reset_calls()

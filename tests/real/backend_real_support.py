@@ -1,6 +1,7 @@
 """Helpers for the backend's tests on a real control plane (tests/real/test_backend_real*.py and
 tests/real/test_rbac_real*.py): executor pods that are real processes, waiting on conditions, crashing a
-backend as a killed driver would, HTTPS requests with a given token."""
+backend as a killed driver would, HTTPS requests with a given token. :func:`until` is the condition wait
+of every test in tests/real."""
 
 from __future__ import annotations
 
@@ -33,12 +34,16 @@ SLEEPER = "import time\nwhile True:\n    time.sleep(1)\n"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kubernetes"
 
 
-def until(predicate: Callable[[], object], what: str, timeout: float = DEADLINE) -> None:
+def until(
+    predicate: Callable[[], object], what: str, timeout: float = DEADLINE, *, poll: float = 0.1
+) -> None:
+    """Wait for ``predicate`` to hold, checking every ``poll`` seconds; fail naming ``what`` after
+    ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout:.0f} s: {what}")
-        time.sleep(0.1)
+        time.sleep(poll)
 
 
 def sleeper_template(directory: Path) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ from backend_real_support import (
 )
 
 from k8s_backend import KubernetesClusterSchedulerBackend
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, NotFoundError
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, KubernetesApi, NotFoundError
 from k8s_backend.local.control_plane import ControlPlaneBinaries
 from k8s_backend.local.kubelet import Node
 from k8s_backend.testing import LocalCluster
@@ -53,13 +54,26 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sleeper_template(tmp_path_factory.mktemp("templates"))
 
 
-def test_allocation_to_exactly_n_and_stop_leaves_nothing(cluster: LocalCluster, template: Path) -> None:
-    app, api = "spark-real-alloc", cluster.api()
+@contextmanager
+def started_backend(
+    cluster: LocalCluster, api: KubernetesApi, app: str, instances: int, template: Path
+) -> Iterator[KubernetesClusterSchedulerBackend]:
+    """A started backend of ``app`` (on a client of its own); stopped on leaving, after which no pod of
+    ``app`` is left (seen through ``api``)."""
     backend = KubernetesClusterSchedulerBackend.create(
-        backend_conf(app, 7, template), app_id=app, driver_url=DRIVER_URL, api=cluster.api()
+        backend_conf(app, instances, template), app_id=app, driver_url=DRIVER_URL, api=cluster.api()
     )
     backend.start()
     try:
+        yield backend
+    finally:
+        backend.stop()
+    until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")
+
+
+def test_allocation_to_exactly_n_and_stop_leaves_nothing(cluster: LocalCluster, template: Path) -> None:
+    app, api = "spark-real-alloc", cluster.api()
+    with started_backend(cluster, api, app, 7, template) as backend:
         until(lambda: running(api, app, 7) and settled(backend, 7), "7 executors Running")
         pods = executors(api, app)
         assert sorted(pods, key=int) == [str(i) for i in range(1, 8)]
@@ -72,9 +86,6 @@ def test_allocation_to_exactly_n_and_stop_leaves_nothing(cluster: LocalCluster, 
         until(lambda: running(api, app, 3) and len(all_pods(api, app)) == 3, "scaled down to 3")
         backend.request_total_executors({0: 5})
         until(lambda: running(api, app, 5) and settled(backend, 9), "scaled back up to 5")
-    finally:
-        backend.stop()
-    until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")
     # A client-mode executor ConfigMap is owned by the heartbeat Lease: the real garbage collector takes
     # it in the background once stop() deleted the Lease.
     selector = f"spark-app-selector={app}"
@@ -85,11 +96,7 @@ def test_allocation_to_exactly_n_and_stop_leaves_nothing(cluster: LocalCluster, 
 
 def test_a_deleted_and_a_failed_executor_are_replaced(cluster: LocalCluster, template: Path) -> None:
     app, api = "spark-real-replace", cluster.api()
-    backend = KubernetesClusterSchedulerBackend.create(
-        backend_conf(app, 3, template), app_id=app, driver_url=DRIVER_URL, api=cluster.api()
-    )
-    backend.start()
-    try:
+    with started_backend(cluster, api, app, 3, template) as backend:
         until(lambda: running(api, app, 3) and settled(backend, 3), "3 executors Running")
         api.delete(PODS, "default", executors(api, app)["2"]["metadata"]["name"])
         until(lambda: running(api, app, 3) and "4" in executors(api, app), "the deleted executor replaced")
@@ -100,9 +107,6 @@ def test_a_deleted_and_a_failed_executor_are_replaced(cluster: LocalCluster, tem
         assert set(executors(api, app)) == {"1", "4", "5"}
         exit_code = 137 if cluster.kubelet.run_processes else 1  # SIGKILLed, or reported failed
         assert f"exit {exit_code}" in backend.monitor.describe(3), backend.monitor.describe(3)
-    finally:
-        backend.stop()
-    until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")
 
 
 def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(
@@ -115,19 +119,12 @@ def test_a_restarted_backend_adopts_the_live_executors_and_continues_ids(
     crash(first, threads)
     before = {i: p["metadata"]["uid"] for i, p in executors(api, app).items()}
 
-    second = KubernetesClusterSchedulerBackend.create(
-        backend_conf(app, 2, template), app_id=app, driver_url=DRIVER_URL, api=cluster.api()
-    )
-    second.start()
-    try:
+    with started_backend(cluster, api, app, 2, template) as second:
         second.request_total_executors({0: 3})
         until(lambda: running(api, app, 3), "3 executors Running after the restart")
         after = {i: p["metadata"]["uid"] for i, p in executors(api, app).items()}
         assert {i: after[i] for i in before} == before, "the live executors were adopted, not replaced"
         assert set(after) - set(before) == {"3"}, "ids continue above the highest"
-    finally:
-        second.stop()
-    until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")
 
 
 def test_the_garbage_collector_removes_the_executors_of_a_deleted_driver_pod(

@@ -8,12 +8,13 @@ The kubelet talks to the API as a node user (``system:nodes``), not as the admin
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from backend_real_support import until as until_in_support
 
 from k8s_backend.kube.port import EVENTS, LEASES, PODS, NotFoundError
 from k8s_backend.local.control_plane import ControlPlane
@@ -28,14 +29,8 @@ PY = sys.executable
 NODE = "real-node-1"
 IDLE_NODE = "real-idle-1"
 DEADLINE = 90.0  # generous: a loaded 2-core machine runs the control plane and the processes
-
-
-def until(predicate: Callable[[], object], what: str, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f} s: {what}")
-        time.sleep(0.05)
+# The one wait of tests/real, at this module's deadline and a finer poll.
+until = partial(until_in_support, timeout=DEADLINE, poll=0.05)
 
 
 def make_kubelet(cp: ControlPlane, work_dir: Path, node: Node, *, run_processes: bool) -> ProcessKubelet:

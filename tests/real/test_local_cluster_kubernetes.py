@@ -8,12 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from backend_real_support import until
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
@@ -29,15 +29,6 @@ pytestmark = [pytest.mark.real, pytest.mark.timeout(1200)]
 
 APP = "spark-real-local"
 EXECUTORS = 6
-DEADLINE = 120.0
-
-
-def until(predicate: Callable[[], object], what: str, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f} s: {what}")
-        time.sleep(0.1)
 
 
 def pids_of(paths: list[str]) -> list[int]:
