@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -176,12 +177,35 @@ def spark_conf(cluster: LocalCluster, ours: bool, **extra: str) -> tuple[str, di
 
 
 def clear_pods(cluster: LocalCluster, timeout: float = 60.0) -> None:
-    """Remove every pod a driver left (a stopped driver deletes its own; this is the safety net)."""
+    """Remove every pod a driver left (a stopped driver deletes its own; this is the safety net), and
+    forget the fake's record of calls: it keeps every request body, and a heap growing from run to run
+    would slow the server of later runs."""
     fake = cluster.fake
     if fake.objects(PODS, "default"):
         fake.delete_collection(PODS, "default", grace_period_seconds=0)
     cluster.wait_until(lambda: not fake.objects(PODS, "default"), timeout)
+    fake.reset_calls()
 
 
 def requests_served(cluster: LocalCluster) -> int:
     return len(cluster.server.request_log)
+
+
+def request_kinds(cluster: LocalCluster, since: int) -> str:
+    """The requests answered after the first ``since``, by kind: ``"create pods x2, watch pods x1, ..."``."""
+    kinds: Counter[str] = Counter()
+    for record in cluster.server.request_log[since:]:
+        path, _, query = record.path.partition("?")
+        parts = path.strip("/").split("/")
+        if parts[0] not in ("api", "apis") or len(parts) < 3:
+            kinds[f"{record.method} {path}"] += 1
+            continue
+        named = len(parts) % 2 == 0 if parts[0] == "api" else len(parts) % 2 == 1  # .../<plural>/<name>
+        plural = parts[-2] if named else parts[-1]
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(record.method, "")
+        if record.method == "GET":
+            verb = "get" if named else "watch" if "watch=" in query else "list"
+        elif record.method == "DELETE":
+            verb = "delete" if named else "delete collection"
+        kinds[f"{verb or record.method} {plural}"] += 1
+    return ", ".join(f"{kind} x{count}" for kind, count in sorted(kinds.items()))

@@ -30,7 +30,7 @@ import statistics
 import time
 from collections import defaultdict
 
-from _harness import Driver, PodClock, clear_pods, requests_served, spark_conf
+from _harness import Driver, PodClock, clear_pods, request_kinds, requests_served, spark_conf
 
 from k8s_backend.conf.keys import KEYS_BY_NAME
 from k8s_backend.kube.port import PODS
@@ -58,6 +58,8 @@ def startup(cluster: LocalCluster, ours: bool, executors: int) -> Figures:
         driver.finish()
         cluster.wait_until(lambda: not cluster.fake.objects(PODS, "default"), 60)
         requests = requests_served(cluster) - before
+        side = "ours" if ours else "spark"
+        print(f"  {side}, {executors} executors: {requests} requests: {request_kinds(cluster, before)}")
     finally:
         driver.kill()
         clear_pods(cluster)
