@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 
 import pytest
+from alloc_harness import Harness, suite_conf
 
 from k8s_backend.allocation.pacing import FOLLOW_UP
 from k8s_backend.conf.model import AllocationConf
 from k8s_backend.kube.port import PODS
-from tests.allocation.alloc_harness import Harness, suite_conf
 
 
 def harness(**allocation: object) -> Harness:
