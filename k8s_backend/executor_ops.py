@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from k8s_backend.conf.model import LifecycleConf
 from k8s_backend.driver import DriverEndpoint, ExecutorLoss
@@ -105,32 +105,39 @@ class ExecutorOperations:
         log.info("The driver pod %s is not ready after %.1fs; allocating executors anyway", name, timeout)
         return False
 
-    def wait_for_executors_to_exit(self, timeout: float) -> bool:
+    def wait_for_executors_to_exit(
+        self, timeout: float, running: Callable[[], int] | None = None, *, pause: float = EXIT_POLL
+    ) -> bool:
         """Give executors the driver told to stop up to ``timeout`` seconds to exit by themselves, so that
-        deleting their pods afterwards does not kill them mid-shutdown (exit 143)."""
+        deleting their pods afterwards does not kill them mid-shutdown (exit 143).
+
+        ``running`` counts the executors still running, looked at every ``pause`` seconds: a live watch's
+        view costs no request. Without it, each look lists the running executor pods."""
+        count = running or self._running_pods
         deadline = self._clock.now() + timeout
         # Bounded by a count of looks too: a clock that does not move on its own (a test's) must not
         # turn the wait into a hang.
-        looks_left = math.ceil(timeout / EXIT_POLL) + 1
-        pause = threading.Event()
+        looks_left = math.ceil(timeout / pause) + 1
+        wait = threading.Event()
         while True:
             try:
-                running = self._api.list(
-                    PODS,
-                    self._namespace,
-                    label_selector=self._app_selector,
-                    field_selector="status.phase=Running",
-                ).items
+                still = count()
             except Exception as error:
                 log.info("Not waiting for executors to exit: %s", error)
                 return False
-            if not running:
+            if not still:
                 return True
             looks_left -= 1
             if self._clock.now() >= deadline or looks_left <= 0:
-                log.info("%d executors still running after %.1fs; deleting their pods", len(running), timeout)
+                log.info("%d executors still running after %.1fs; deleting their pods", still, timeout)
                 return False
-            pause.wait(EXIT_POLL)  # other processes (the executors) are what we wait for
+            wait.wait(pause)  # other processes (the executors) are what we wait for
+
+    def _running_pods(self) -> int:
+        pods = self._api.list(
+            PODS, self._namespace, label_selector=self._app_selector, field_selector="status.phase=Running"
+        )
+        return len(pods.items)
 
     def delete_pods_eventually(
         self, names: Sequence[str], *, interval: float = 5.0, attempts: int = 120

@@ -32,10 +32,13 @@ from k8s_backend.kube.port import (
 from k8s_backend.report import render_html
 from k8s_backend.scheduling import Scheduler
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
+from k8s_backend.snapshots.states import PodPhase
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.stop_sequence import Step, StopSequence
 
 log = logging.getLogger(__name__)
+
+VIEW_POLL = 0.05  # seconds between looks at the store's view while executors exit (no request per look)
 
 DELETE_STEPS = (
     "delete the driver services",
@@ -48,8 +51,10 @@ DELETE_STEPS = (
 )
 
 
-class _Stoppable(Protocol):
+class _Watch(Protocol):
     def stop(self, timeout: float = 5.0) -> None: ...
+
+    def health(self) -> dict[str, object]: ...
 
 
 @attrs.frozen
@@ -57,7 +62,7 @@ class Sources:
     """The store and the two sources that feed it, stopped first."""
 
     store: ExecutorPodsSnapshotsStore
-    watch_source: _Stoppable
+    watch_source: _Watch
     polling_source: ExecutorPodsPollingSnapshotSource
 
 
@@ -145,10 +150,31 @@ def _stop_steps(
 
     watch_source = sources.watch_source
     steps: list[Step] = [
-        ("stop the snapshot store", sources.store.stop),
-        ("stop the executor watch", lambda: watch_source.stop()),
+        # Nothing reacts to pod changes from here on, but the watch keeps the store's view current
+        # while the executors exit (see let_executors_exit).
+        ("stop the snapshot subscribers", sources.store.stop_delivering),
         ("stop the executor polling", sources.polling_source.stop),
         ("stop the allocator", allocator.halt),
+    ]
+    exit_wait = conf.lifecycle.stop_exit_wait
+    if conf.lifecycle.delete_on_termination and operations is not None and exit_wait > 0:
+        ops, store = operations, sources.store
+
+        def running_in_view() -> int:
+            return sum(state.phase is PodPhase.RUNNING for state in store.current().pods.values())
+
+        def let_executors_exit() -> None:
+            # A live watch tells when they are gone at no cost; without one, the pods are listed.
+            live = bool(watch_source.health().get("alive"))
+            if live:
+                ops.wait_for_executors_to_exit(exit_wait, running_in_view, pause=VIEW_POLL)
+            else:
+                ops.wait_for_executors_to_exit(exit_wait)
+
+        steps.append(("let the executors exit", let_executors_exit))
+    steps += [
+        ("stop the executor watch", lambda: watch_source.stop()),
+        ("stop the snapshot store", sources.store.stop),
     ]
     if scheduler is not None:
         grace = conf.snapshots.subscribers_shutdown_grace_period
@@ -168,14 +194,6 @@ def _stop_steps(
 
         steps.append(("delete the application's PVCs", delete_claims))
     if conf.lifecycle.delete_on_termination:
-        exit_wait = conf.lifecycle.stop_exit_wait
-        if operations is not None and exit_wait > 0:
-            ops = operations
-
-            def let_executors_exit() -> None:
-                ops.wait_for_executors_to_exit(exit_wait)
-
-            steps.append(("let the executors exit", let_executors_exit))
         steps.append(("delete the executor pods", delete(PODS, executors)))
         if has_config_map:
             delete_config_maps = delete(CONFIG_MAPS, executors)

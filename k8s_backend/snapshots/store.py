@@ -230,14 +230,20 @@ class ExecutorPodsSnapshotsStore:
             subscriber.first = False
         return batch
 
-    def stop(self) -> None:
-        """Stop delivering; later updates are ignored."""
+    def stop_delivering(self) -> None:
+        """Stop delivering to subscribers, but keep the view up to date: at stop, the watch still tells
+        which executors have exited by themselves, without a list request."""
         with self._lock:
-            self._stopped = True
             subscribers, self._subscribers = self._subscribers, []
         for subscriber in subscribers:
             if subscriber.task is not None:
                 subscriber.task.cancel()
+
+    def stop(self) -> None:
+        """Stop delivering; later updates are ignored."""
+        with self._lock:
+            self._stopped = True
+        self.stop_delivering()
 
 
 def _older(candidate: ExecutorPodState, current: ExecutorPodState) -> bool:

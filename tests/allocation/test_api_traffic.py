@@ -110,3 +110,64 @@ def test_claims_made_by_executors_are_still_deleted_at_stop() -> None:
     )
     assert ("create", PVCS.plural) in api.requests
     assert ("delete_collection", PVCS.plural) in api.requests
+
+
+class StoppingDriver:
+    """A driver whose executors register once their pods run; Spark's driver stops them before it stops
+    the backend, and they then exit by themselves."""
+
+    def __init__(self) -> None:
+        self.registered: dict[str, float] = {}
+
+    def remove_executor(self, executor_id: str, loss: Any) -> None:
+        self.registered.pop(executor_id, None)
+
+    def registered_executors(self) -> dict[str, float]:
+        return dict(self.registered)
+
+    def application_failed(self, reason: str) -> None:
+        pass
+
+
+def test_with_a_driver_the_executors_exits_at_stop_are_seen_on_the_watch_without_a_list(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake, driver, executors = FakeKubernetes(), StoppingDriver(), 3
+    api = Counting(fake)
+    backend = KubernetesClusterSchedulerBackend.create(
+        {**CONF, "spark.executor.instances": str(executors), "spark.kubernetes.executor.stopExitWait": "60s"},
+        app_id=APP,
+        driver_url="spark://CoarseGrainedScheduler@127.0.0.1:7078",
+        api=api,
+        driver=driver,
+    )
+    backend.start()
+    stopped = threading.Event()
+    try:
+        wait_for(lambda: len(fake.objects(PODS, "default")) == executors)
+        names = [pod["metadata"]["name"] for pod in fake.objects(PODS, "default")]
+        for name in names:
+            fake.patch_status(PODS, "default", name, {"phase": "Running"})
+        driver.registered = {str(i): 0.0 for i in range(1, executors + 1)}
+        wait_for(lambda: backend.parts.registered_executors() == executors)
+
+        def exit_once_waited_for() -> None:
+            # The executors exit only after stop() began waiting for them: the wait must see it happen.
+            sequence = backend.parts.stop_sequence
+            while "stop the allocator" not in sequence.completed and not stopped.is_set():
+                time.sleep(0.01)
+            for name in names:
+                fake.patch_status(PODS, "default", name, {"phase": "Succeeded"})
+
+        exits = threading.Thread(target=exit_once_waited_for)
+        exits.start()
+        with caplog.at_level("INFO", logger="k8s_backend"):
+            backend.stop()
+    finally:
+        stopped.set()
+    exits.join(10)
+    assert "let the executors exit" in backend.parts.stop_sequence.completed
+    assert not [r for r in caplog.records if "still running after" in r.getMessage()]
+    assert api.requests.count(("list", "pods")) == 1, api.requests  # the start's list only
+    assert len(api.requests) <= executors + 6, api.requests
+    assert fake.objects(PODS, "default") == []

@@ -74,3 +74,17 @@ def test_without_a_driver_pods_are_deleted_at_once() -> None:
     h.run()
     h.backend.stop()
     assert "let the executors exit" not in h.backend.parts.stop_sequence.completed
+
+
+def test_the_wait_can_look_at_a_view_instead_of_listing() -> None:
+    fake = FakeKubernetes()
+    _running_executor(fake)
+    looks = iter([2, 1, 0])
+    calls_before = len(fake.calls)
+    assert _ops(fake).wait_for_executors_to_exit(30.0, lambda: next(looks), pause=0.001)
+    assert len(fake.calls) == calls_before  # no request
+
+
+def test_a_view_that_never_empties_is_given_up_on_after_the_timeout() -> None:
+    fake = FakeKubernetes()
+    assert not _ops(fake).wait_for_executors_to_exit(0.0, lambda: 1, pause=0.001)
