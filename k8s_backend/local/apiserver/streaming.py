@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from k8s_backend.kube.port import ApiError, WatchStream
 from k8s_backend.local.apiserver import status
 from k8s_backend.local.apiserver.websocket import CLOSE_NORMAL, OP_CLOSE, OP_PING, WebSocket
+from k8s_backend.testing.fake_watch import shared_events
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ CLOSE_HANDSHAKE_WAIT = 2.0
 def event_lines(stream: WatchStream) -> Iterator[bytes]:
     """The watch's events as JSON lines, ending with an ERROR event if the watch fails."""
     try:
-        for event in stream:
+        for event in shared_events(stream):  # encoded, never modified: no copy needed
             yield _line(event.type, event.object)
     except ApiError as e:
         yield _line("ERROR", status.from_error(e)[1])

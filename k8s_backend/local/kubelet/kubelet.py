@@ -34,6 +34,7 @@ from k8s_backend.local.kubelet.processes import ProcessHandle, ProcessSupervisor
 from k8s_backend.local.kubelet.registration import NodeRegistration
 from k8s_backend.local.kubelet.runtime import ContainerRuntime
 from k8s_backend.scheduling.clock import Clock, SystemClock
+from k8s_backend.testing.fake_watch import shared_events
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ class ProcessKubelet:
                 if self._stopping.is_set():
                     stream.close()
                     return
-                for event in stream:
+                for event in shared_events(stream):  # the kubelet only reads pods: no copy needed
                     version = (event.object.get("metadata") or {}).get("resourceVersion")
                     resource_version = version or resource_version
                     if event.type != "BOOKMARK":
