@@ -32,7 +32,7 @@ from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
 from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.states import PodPhase
-from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
+from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore, SnapshotsStore
 from k8s_backend.state_machine import StateMachine
 from k8s_backend.stop_sequence import StopSequence
 
@@ -77,6 +77,8 @@ class StartPlan:
     recover: Callable[[], int] | None = None  # adopts an earlier driver's pods; returns the next id
     wait_for_driver: Callable[[], object] | None = None  # waits (briefly) for the driver pod to be Ready
     progress_interval: float = 0.0  # spark.kubernetes.progress.interval: the progress line; 0: none
+    # A cluster-mode driver starts writing its registered executors on its pod (for `k8s-backend status`).
+    publish_registrations: Callable[[SnapshotsStore], object] | None = None
 
 
 class KubernetesClusterSchedulerBackend:
@@ -205,6 +207,7 @@ class KubernetesClusterSchedulerBackend:
             parts.lifecycle.start,
             parts.monitor.start,
             self._start_progress,
+            self._start_publishing,
             lambda: parts.watch_source.start(self._app_id),
             lambda: parts.polling_source.start(self._app_id),
         ]
@@ -307,6 +310,10 @@ class KubernetesClusterSchedulerBackend:
     def _start_progress(self) -> None:
         if self.progress is not None:
             self.progress.start(self.parts.store)
+
+    def _start_publishing(self) -> None:
+        if self._plan.publish_registrations is not None:
+            self._plan.publish_registrations(self.parts.store)
 
     def _progress(self) -> ExecutorProgress:
         """What the progress line shows now."""

@@ -1,5 +1,6 @@
 """What the backend does at start beyond its parts' own start: the builders of its :class:`StartPlan`
-(a client-mode driver's heartbeat, recovery, the wait for the driver pod) and of the built-in gang start.
+(a client-mode driver's heartbeat, recovery, the wait for the driver pod, a cluster-mode driver's
+registered executors on its pod) and of the built-in gang start.
 Used by the composition root."""
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.driver import DriverEndpoint
 from k8s_backend.failures import FailureSink
 from k8s_backend.gang.start import GangStart
-from k8s_backend.heartbeat import DriverHeartbeat, default_holder
+from k8s_backend.heartbeat import RENEWALS_PER_DURATION, DriverHeartbeat, default_holder
 from k8s_backend.kube.leases import heartbeat_lease_for
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.recovery import recover
+from k8s_backend.registration_publisher import RegistrationPublisher
 from k8s_backend.scheduling import Clock, Scheduler
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 
@@ -53,6 +55,24 @@ def driver_heartbeat(
     )
 
 
+def registration_publisher(
+    app: Application, api: KubernetesApi, clock: Clock, driver: DriverEndpoint | None = None
+) -> RegistrationPublisher | None:
+    """A cluster-mode driver's writer of its registered executors on its pod (a client-mode one tells them
+    in its heartbeat Lease). At most one write per heartbeat renewal interval, so as fresh as that."""
+    conf = app.conf
+    if driver is None or not conf.driver.pod_name:
+        return None
+    return RegistrationPublisher(
+        api,
+        clock,
+        namespace=conf.namespace,
+        pod_name=conf.driver.pod_name,
+        registered=driver.registered_executors,
+        interval=conf.driver.heartbeat_lease_duration / RENEWALS_PER_DURATION,
+    )
+
+
 def config_map_follows_lease(app: Application) -> bool:
     """Whether a client-mode driver's executor ConfigMap is owned by its heartbeat Lease, as a driver pod
     owns it in cluster mode: the Lease's delete at stop then collects it (one request fewer). Not when
@@ -61,7 +81,11 @@ def config_map_follows_lease(app: Application) -> bool:
 
 
 def start_plan(
-    app: Application, api: KubernetesApi, parts: BackendParts, heartbeat: DriverHeartbeat | None
+    app: Application,
+    api: KubernetesApi,
+    parts: BackendParts,
+    heartbeat: DriverHeartbeat | None,
+    publisher: RegistrationPublisher | None = None,
 ) -> StartPlan:
     conf = app.conf
 
@@ -106,6 +130,9 @@ def start_plan(
         recover=run_recovery,
         wait_for_driver=wait_for_driver,
         progress_interval=conf.progress_interval,
+        publish_registrations=None
+        if publisher is None
+        else functools.partial(publisher.start, tick_interval=conf.snapshots.event_processing_interval),
     )
 
 

@@ -44,7 +44,13 @@ from k8s_backend.scheduling import Clock, Scheduler, SystemClock, ThreadSchedule
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
-from k8s_backend.start_plan import driver_heartbeat, gang_start, heartbeat_lease, start_plan
+from k8s_backend.start_plan import (
+    driver_heartbeat,
+    gang_start,
+    heartbeat_lease,
+    registration_publisher,
+    start_plan,
+)
 from k8s_backend.stop_order import Sources, build_stop_sequence, timeline_writer
 
 if TYPE_CHECKING:  # prometheus_client is loaded only when metrics are on
@@ -131,7 +137,9 @@ def assemble(
         app_id=app_id,
         scaling=kconf.scaling,
         parts=parts,
-        plan=start_plan(application, api, parts, heartbeat),
+        plan=start_plan(
+            application, api, parts, heartbeat, registration_publisher(application, api, clock, driver)
+        ),
         failures=failures,
         clock=clock,
         gang=gang_start(application, scheduler, clock, parts, failures),

@@ -79,7 +79,12 @@ def add_parsers(subparsers: Any) -> None:
     common_options(kill)
     kill.set_defaults(handler=kill_command)
 
-    listing = subparsers.add_parser("list", help="list applications (driver pods and client-mode executors)")
+    listing = subparsers.add_parser(
+        "list",
+        help="list applications (driver pods and client-mode executors)",
+        description="List applications: submission id, application id, name, driver phase, executor pods "
+        "by phase, how many executors are registered with the driver (- when it does not tell), age.",
+    )
     listing.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     common_options(listing)
     listing.set_defaults(handler=list_command)
@@ -201,7 +206,8 @@ def list_command(args: argparse.Namespace, deps: Dependencies) -> int:
     def body(target: Target) -> int:
         namespace = None if args.all_namespaces else target.namespace
         preflight(target.connection, namespace)
-        apps = all_applications(target.connection.api, namespace, args.selector)
+        api = target.connection.api
+        apps = [with_registrations(api, app) for app in all_applications(api, namespace, args.selector)]
         show_list(apps, deps.console, deps.wall_clock())
         return 0
 

@@ -20,6 +20,7 @@ import attrs
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.status_watch import describe_pod, termination_message
 from k8s_backend.conf import syntax
+from k8s_backend.executors.times import iso_time
 from k8s_backend.kube.labels import (
     DRIVER_ROLE,
     EXECUTOR_ROLE,
@@ -47,9 +48,15 @@ class Application:
     app_id: str
     driver: Obj | None
     executors: tuple[Obj, ...] = ()
-    # Executor id to registration time as a client-mode driver's heartbeat Lease last told (None: unknown).
+    # Executor id to registration time as the driver last told, in its heartbeat Lease (client mode) or
+    # on its pod (cluster mode); None: unknown. See k8s_backend.cli.registrations.
     registered: Mapping[str, float] | None = None
-    registered_as_of: float | None = None  # when the Lease was renewed with them
+    registered_as_of: float | None = None  # when the driver wrote them (the Lease's renewal)
+
+    @property
+    def registered_count(self) -> int | None:
+        """How many executors are registered with the driver (None: unknown)."""
+        return None if self.registered is None else sum(1 for i in self.registered if i.isdigit())
 
     @property
     def submission_id(self) -> str | None:
@@ -203,11 +210,21 @@ def show_status(apps: Sequence[Application], console: Console, now: float) -> No
                 for line in message.splitlines()[-TERMINATION_LINES:]:
                     console.result(f"    {line}")
         console.result(f"  executors:      {executor_summary(app.executors)}")
+        console.result(f"  registered:     {registered_summary(app)}")
+
+
+def registered_summary(app: Application) -> str:
+    """``3 with the driver (as of <time>)``, or ``-`` with why it is not known."""
+    count = app.registered_count
+    if count is None:
+        return "- (not known: the driver does not tell)"
+    as_of = "" if app.registered_as_of is None else f" (as of {iso_time(app.registered_as_of)})"
+    return f"{count} with the driver{as_of}"
 
 
 def show_list(apps: Sequence[Application], console: Console, now: float) -> None:
     """The ``list`` table."""
-    rows = [("SUBMISSION ID", "APPLICATION ID", "NAME", "DRIVER", "EXECUTORS", "AGE")]
+    rows = [("SUBMISSION ID", "APPLICATION ID", "NAME", "DRIVER", "EXECUTORS", "REGISTERED", "AGE")]
     for app in apps:
         driver = phase_of(app.driver) if app.driver is not None else "(client mode)"
         if app.driver is not None and (app.driver.get("metadata") or {}).get("deletionTimestamp"):
@@ -220,6 +237,7 @@ def show_list(apps: Sequence[Application], console: Console, now: float) -> None
                 app.app_name,
                 driver,
                 executor_summary(app.executors),
+                "-" if app.registered_count is None else str(app.registered_count),
                 age(created, now),
             )
         )

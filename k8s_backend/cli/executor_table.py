@@ -2,7 +2,7 @@
 
 A row says where each executor is: its id and pod, the node, the phase (``Terminating`` while a
 deletion is under way), whether it is registered with the driver (``Running`` only says its pod runs;
-known for a client-mode driver through its heartbeat Lease, see :mod:`k8s_backend.cli.registrations`),
+known through the driver's heartbeat Lease or its pod, see :mod:`k8s_backend.cli.registrations`),
 its age, the last reason it gave (why it is Pending, why it ended) and, once ended, its exit code with
 what that code usually means.
 """
@@ -166,6 +166,7 @@ def status_json(apps: Sequence[Application], now: float) -> str:
                 "namespace": app.namespace,
                 "submissionId": app.submission_id,
                 "driver": driver,
+                "registeredExecutors": app.registered_count,
                 "registrationsAsOf": None if as_of is None else iso_time(as_of),
                 "executors": [row.as_json() for row in rows_of(app, now)],
             }

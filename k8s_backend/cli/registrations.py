@@ -1,9 +1,11 @@
-"""Which executors are registered with a client-mode driver, for ``k8s-backend status``.
+"""Which executors are registered with an application's driver, for ``k8s-backend status``.
 
-The CLI cannot ask a driver that runs outside the cluster, but the driver's heartbeat Lease tells it:
-each renewal writes the registered executors into an annotation (:mod:`k8s_backend.heartbeat`). One
-``get`` per client-mode application; a Lease that is gone, unreadable or from a driver that does not
-write it leaves registration unknown rather than failing the command.
+The CLI cannot ask the driver, but the driver tells it in an annotation (``k8s-backend.io/registered-
+executors``): a client-mode driver in each renewal of its heartbeat Lease (:mod:`k8s_backend.heartbeat`),
+read with one ``get`` per application; a cluster-mode driver on its own pod when the set changes
+(:mod:`k8s_backend.registration_publisher`), read from the pod the CLI already listed (no request). A
+Lease that is gone or unreadable, or a driver that does not write it, leaves registration unknown rather
+than failing the command.
 """
 
 from __future__ import annotations
@@ -11,14 +13,22 @@ from __future__ import annotations
 import attrs
 
 from k8s_backend.cli.apps import Application
-from k8s_backend.kube.leases import heartbeat_lease_name, parse_time, registered_executors
+from k8s_backend.kube.leases import (
+    heartbeat_lease_name,
+    parse_time,
+    registered_executors,
+    registrations_written_at,
+)
 from k8s_backend.kube.port import LEASES, ApiError, KubernetesApi
 
 
 def with_registrations(api: KubernetesApi, app: Application) -> Application:
-    """``app`` with its driver's registered executors as its heartbeat Lease last told them."""
-    if app.driver is not None:
-        return app  # a driver pod keeps no heartbeat Lease
+    """``app`` with its driver's registered executors as its pod or heartbeat Lease last told them."""
+    if app.driver is not None:  # a driver pod writes them on itself
+        registered = registered_executors(app.driver)
+        if registered is None:
+            return app
+        return attrs.evolve(app, registered=registered, registered_as_of=registrations_written_at(app.driver))
     try:
         lease = api.get(LEASES, app.namespace, heartbeat_lease_name(app.app_id))
     except ApiError:  # not found (heartbeat off, driver gone) or not allowed: unknown

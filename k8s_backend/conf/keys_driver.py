@@ -119,7 +119,8 @@ DRIVER_KEYS: tuple[Key, ...] = (
         "spark.kubernetes.driver.heartbeat.leaseDuration",
         Kind.DURATION_S,
         "60s",
-        "How long the heartbeat Lease lasts without renewal (renewed every third of it).",
+        "How long the heartbeat Lease lasts without renewal (renewed every third of it). A cluster-mode "
+        "driver writes its registered executors on its pod at most once per third of it too.",
         field="driver.heartbeat_lease_duration",
         check=at_least(3, "must be at least 3s"),
         has_spark_entry=False,

@@ -1,6 +1,9 @@
 """The heartbeat Lease of a client-mode driver (``coordination.k8s.io/v1``): its name, its body, its times,
 and the executors registered with the driver as of its last renewal.
 
+A cluster-mode driver keeps no Lease: it writes the same annotation on its own pod, with the time it
+wrote it (:mod:`k8s_backend.registration_publisher`); :func:`registered_executors` reads either object.
+
 The driver writes it (:mod:`k8s_backend.heartbeat`); ``k8s-backend gc`` and ``kill`` read it. Both sides
 build the name from the application id here, so that a pod's annotation, the Lease and the CLI's
 lookup cannot disagree.
@@ -22,6 +25,8 @@ LEASE_NAME_SUFFIX = "-driver-heartbeat"
 # The executors registered with the driver as of the Lease's last renewal: a JSON object of executor id
 # to registration time (RFC 3339), written by each renewal (no request of its own), read by `status`.
 REGISTERED_EXECUTORS_ANNOTATION = "k8s-backend.io/registered-executors"
+# On a cluster-mode driver pod (which has no renewTime): when the driver wrote the annotation above, RFC 3339.
+REGISTERED_EXECUTORS_AS_OF_ANNOTATION = "k8s-backend.io/registered-executors-as-of"
 _SUBDOMAIN_MAX = 253
 _NOT_NAME = re.compile(r"[^a-z0-9]+")
 
@@ -104,8 +109,8 @@ def registered_executors_annotation(registered: Mapping[str, float]) -> str:
 
 
 def registered_executors(lease: Obj) -> dict[str, float] | None:
-    """Executor id to registration time as the Lease last told them; None if it does not tell (an older
-    driver, or an unreadable annotation)."""
+    """Executor id to registration time as the Lease (or a cluster-mode driver pod) last told them; None if
+    it does not tell (an older driver, or an unreadable annotation)."""
     annotations = (lease.get("metadata") or {}).get("annotations") or {}
     text = annotations.get(REGISTERED_EXECUTORS_ANNOTATION)
     if not isinstance(text, str):
@@ -118,3 +123,9 @@ def registered_executors(lease: Obj) -> dict[str, float] | None:
         return None
     times = {str(k): parse_time(v) for k, v in found.items()}
     return {k: v for k, v in times.items() if v is not None}
+
+
+def registrations_written_at(pod: Obj) -> float | None:
+    """When a cluster-mode driver last wrote its registered executors on its pod; None if it did not."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return parse_time(annotations.get(REGISTERED_EXECUTORS_AS_OF_ANNOTATION))

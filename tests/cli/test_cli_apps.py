@@ -83,7 +83,9 @@ def test_list_shows_cluster_and_client_mode_applications(fake: FakeKubernetes) -
     result = cli(["list", *M], fake)
     assert result.code == 0, result.err
     header, *rows = result.out.splitlines()
-    assert header.split() == ["SUBMISSION", "ID", "APPLICATION", "ID", "NAME", "DRIVER", "EXECUTORS", "AGE"]
+    assert header.split() == [
+        "SUBMISSION", "ID", "APPLICATION", "ID", "NAME", "DRIVER", "EXECUTORS", "REGISTERED", "AGE"
+    ]  # fmt: skip
     text = "\n".join(rows)
     assert "default:pi-abc-driver" in text and "2 (1 Pending, 1 Running)" in text
     assert "default:wordcount-driver" in text and "Succeeded" in text

@@ -3,6 +3,7 @@ run as a user runs it (a separate process)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import signal
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from cli_support import APPS
 
+from k8s_backend.kube.leases import REGISTERED_EXECUTORS_ANNOTATION
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, SERVICES
 from k8s_backend.testing import LocalCluster
 
@@ -150,6 +152,20 @@ def test_kill_stops_a_running_application_and_leaves_no_pods(cluster: LocalClust
     assert submission_id in listed.stdout and app_id in listed.stdout
     status = manage(cluster, "status", submission_id)
     assert "driver:         Running" in status.stdout, status.stderr
+
+    # The driver pod tells which executors registered with it (it keeps no heartbeat Lease).
+    def written() -> object:
+        [driver] = pods(cluster, "driver", app_id)
+        return (driver["metadata"].get("annotations") or {}).get(REGISTERED_EXECUTORS_ANNOTATION)
+
+    assert cluster.wait_until(lambda: len(json.loads(str(written() or "{}"))) == 1, timeout=120), written()
+    status = manage(cluster, "status", submission_id)
+    assert "registered:     1 with the driver" in status.stdout, status.stdout
+    assert re.search(r"\n1 +\S+ +\S+ +Running +yes ", status.stdout), status.stdout
+    status = manage(cluster, "status", submission_id, "-o", "json")
+    [app] = json.loads(status.stdout)["applications"]
+    assert app["registeredExecutors"] == 1 and app["registrationsAsOf"] is not None
+    assert [(e["phase"], e["registered"]) for e in app["executors"]] == [("Running", True)]
     killed = manage(cluster, "kill", submission_id)
     assert killed.returncode == 0, killed.stderr
     assert "All pods of the application are gone" in killed.stderr

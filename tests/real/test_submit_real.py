@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from k8s_backend.kube.leases import REGISTERED_EXECUTORS_ANNOTATION, REGISTERED_EXECUTORS_AS_OF_ANNOTATION
 from k8s_backend.kube.port import EVENTS, PODS, Resource
 from k8s_backend.local.control_plane import ControlPlaneBinaries
 from k8s_backend.local.kubelet import Node
@@ -192,6 +193,11 @@ def test_cluster_mode_driver_runs_with_its_service_account_token(
     assert not [v for v in volumes.values() if "secret" in v], volumes
     assert driver["status"]["phase"] == "Succeeded"
     assert scheduled_by(cluster)[pod] == "default-scheduler"
+    # Its Role let it write its registered executors on its own pod (for `k8s-backend status`).
+    annotations = driver["metadata"].get("annotations") or {}
+    assert isinstance(json.loads(annotations[REGISTERED_EXECUTORS_ANNOTATION]), dict), annotations
+    assert REGISTERED_EXECUTORS_AS_OF_ANNOTATION in annotations
+    assert "Could not write the registered executors" not in log
     # Its executors were created by the driver (owned by its pod) and deleted when it stopped.
     app_id = driver["metadata"]["labels"]["spark-app-selector"]
     assert cluster.wait_until(lambda: executor_pods(cluster, app_id) == [], 60)
