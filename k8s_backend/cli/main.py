@@ -19,6 +19,7 @@ from k8s_backend.cli.deps import Dependencies, version
 from k8s_backend.cli.errors import CliError
 from k8s_backend.cli.submit_args import parse_submit_args
 from k8s_backend.errors import K8sBackendError
+from k8s_backend.executors.times import iso_time
 
 SUBMIT = "submit"
 PACKAGE_LOGGER = "k8s_backend"
@@ -107,11 +108,21 @@ def configure_logging(verbosity: int) -> None:
     ``-v -v`` to DEBUG. The root logger stays at WARNING, so py4j's and other libraries' chatter stays
     out of the terminal. The progress line (see :mod:`k8s_backend.executors.progress`) is shown either
     way, once: plain at the default level, as a log record of ``k8s_backend.progress`` with ``-v``."""
-    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+    handler = logging.StreamHandler()
+    handler.setFormatter(IsoTimeFormatter(LOG_FORMAT))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     if verbosity:
         logging.getLogger(PACKAGE_LOGGER).setLevel(logging.INFO if verbosity == 1 else logging.DEBUG)
     else:
         logging.getLogger().addFilter(quiet_py4j_interrupts)
+
+
+class IsoTimeFormatter(logging.Formatter):
+    """Log records stamped as executor histories, ``status()`` and the JSON output are: ISO 8601, UTC,
+    milliseconds, ``Z`` (``2026-12-02T02:17:36.250Z``), so a time in a log line can be found in them."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return iso_time(record.created)
 
 
 def quiet_py4j_interrupts(record: logging.LogRecord) -> bool:

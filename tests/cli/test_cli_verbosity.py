@@ -93,3 +93,13 @@ def test_main_reads_v_only_before_the_application_file(monkeypatch: pytest.Monke
         (["submit", "app.py", "-v"], logging.WARNING),  # passed on to the application, logging unchanged
         (["submit", "-v", "app.py", "x"], logging.INFO),
     ]
+
+
+def test_log_lines_carry_the_iso_time_of_histories_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    with python_default_logging():
+        configure_logging(0)
+        record = logging.LogRecord("k8s_backend.x", logging.WARNING, __file__, 1, "stuck", None, None)
+        record.created = 1_796_178_456.25  # 2026-12-02T02:27:36.250Z
+        logging.getLogger("k8s_backend.x").handle(record)
+    err = capsys.readouterr().err
+    assert err == "2026-12-02T02:27:36.250Z WARNING k8s_backend.x: stuck\n", err
