@@ -20,6 +20,7 @@ from k8s_backend.spark.status import FACTORY_ATTRIBUTE
 MANAGER_CLASS = "io.k8sbackend.bridge.PyK8sClusterManager"
 PROTOCOL_VERSION = 2  # must match PyK8sClusterManager.PROTOCOL_VERSION
 CLASSPATH_KEY = "spark.driver.extraClassPath"
+STDERR_ATTRIBUTE = "_k8s_backend_jvm_stderr"  # the HeldStderr of a JVM launch() started, on its gateway
 
 
 class _LaunchConf:
@@ -78,7 +79,14 @@ def launch(
         raise
     os.close(write_fd)
     held.release()
+    setattr(gateway, STDERR_ATTRIBUTE, held)
     return gateway
+
+
+def jvm_stderr(gateway: Any) -> HeldStderr | None:
+    """The reader of the stderr of the JVM behind ``gateway``, if :func:`launch` started it with one."""
+    held = getattr(gateway, STDERR_ATTRIBUTE, None)
+    return held if isinstance(held, HeldStderr) else None
 
 
 def has_bridge(gateway: Any) -> bool:
