@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from k8s_backend.spark.factory import BackendFactory
+from k8s_backend.spark.gateway import end_driver_jvm
 from k8s_backend.spark.session import prepare
 
 
@@ -35,7 +36,9 @@ class PySparkRuntime:
 
     def stop(self) -> None:
         """Stop the active SparkContext, if any, and a backend no context stopped: their executor pods
-        are deleted (also when a signal or an error ended the script while the context was starting)."""
+        are deleted (also when a signal or an error ended the script while the context was starting).
+        Then end the driver JVM, so that its last output is written before what the caller prints next
+        (e.g. ``k8s-backend submit``'s one-line error)."""
         # Imported here, after prepare() has checked the installed pyspark and named what is missing.
         from pyspark.core.context import SparkContext
 
@@ -44,8 +47,11 @@ class PySparkRuntime:
             if context is not None:
                 context.stop()
         finally:
-            if self._factory is not None:
-                self._factory.stop_leftover()
+            try:
+                if self._factory is not None:
+                    self._factory.stop_leftover()
+            finally:
+                end_driver_jvm()
 
 
 def runtime(*, java_stacks: bool = True, quiet_failure: bool = False) -> PySparkRuntime:

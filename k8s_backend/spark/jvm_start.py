@@ -95,6 +95,11 @@ class HeldStderr:
         with self._lock:
             return b"".join(self._held or []).decode("utf-8", "replace")
 
+    def wait_for_end(self, wait: float) -> bool:
+        """Wait at most ``wait`` seconds for the JVM's output to end (it exited and closed its stderr) and
+        for all of it to be written; returns whether it did."""
+        return self._done.wait(wait)
+
     def _pump(self) -> None:
         try:
             with os.fdopen(self._read_fd, "rb", buffering=0) as pipe:

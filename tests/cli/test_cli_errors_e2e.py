@@ -161,11 +161,11 @@ PROGRESS = "executors: "
 
 
 def failed(
-    cluster: LocalCluster, tmp_path: Path, failure: str, *options: str
+    cluster: LocalCluster, tmp_path: Path, failure: str, *options: str, **conf: str
 ) -> subprocess.CompletedProcess[str]:
     extra, failure_options, _ = FAILURES[failure]
-    conf = on(cluster, UNPULLABLE, **extra)
-    argv = command(f"pyk8s://{cluster.url}", *failure_options, *options, conf=conf)
+    settings = on(cluster, UNPULLABLE, **extra, **conf)
+    argv = command(f"pyk8s://{cluster.url}", *failure_options, *options, conf=settings)
     return run([*argv, str(APPS / "pi.py")], tmp_path)
 
 
@@ -201,6 +201,17 @@ def test_v_shows_the_failures_detail(cluster: LocalCluster, tmp_path: Path, fail
         assert detail in done.stderr, (detail, done.stderr[-4000:])
     assert done.stderr.rstrip().splitlines()[-1].startswith(FAILURES[failure][2])
     assert cluster.wait_until(lambda: not left_on(cluster), 60), left_on(cluster)
+
+
+def test_the_jvms_last_output_comes_before_the_one_line(cluster: LocalCluster, tmp_path: Path) -> None:
+    # The JVM prints its heap at exit, the last thing it prints: it used to be lost with this process.
+    java_options = {"spark.driver.extraJavaOptions": f"{FAST_JVM} -Xlog:gc+heap+exit=info:stderr"}
+    done = failed(cluster, tmp_path, "unpullable-image", **java_options)
+    assert done.returncode == 1, done.stderr[-4000:]
+    lines = done.stderr.rstrip().splitlines()
+    heap = [i for i, line in enumerate(lines) if "[gc,heap,exit]" in line]
+    assert heap, done.stderr[-4000:]
+    assert lines[-1].startswith(FAILURES["unpullable-image"][2]) and max(heap) < len(lines) - 1
 
 
 def test_ctrl_c_while_a_job_runs_is_one_line_and_cleans_up(cluster: LocalCluster, tmp_path: Path) -> None:

@@ -1,13 +1,24 @@
 """What of the driver JVM's log reaches the terminal: the records that merely follow from k8s_backend
 failing the application are left out only while that failure is k8s_backend's and the caller tells it;
-every other error the JVM logs stays."""
+every other error the JVM logs stays; and what the JVM prints while it exits still arrives."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from types import SimpleNamespace
 
+from k8s_backend.spark.gateway import STDERR_ATTRIBUTE, shut_down
 from k8s_backend.spark.jvm_log import JvmLogFilter
 from k8s_backend.spark.jvm_start import HeldStderr
+
+# A stand-in for the driver JVM: it ends on the end of its stdin, as PythonGatewayServer does, and then
+# prints its last words (as the JVM's shutdown hooks and -Xlog's exit output do) after a pause.
+LAST_WORDS = (
+    "import sys, time; sys.stdin.read(); time.sleep(0.5); "
+    "sys.stderr.write('last words\\n'); sys.stderr.flush()"
+)
 
 STOPS = (
     b"26/12/02 05:08:29 ERROR PyK8sSchedulerBackend: k8s_backend stops the application: Executor image "
@@ -80,3 +91,32 @@ def test_held_stderr_leaves_the_consequences_out_across_chunks() -> None:
     os.close(sink_write)
     with os.fdopen(sink_read, "rb") as sink:
         assert sink.read() == b"starting\n" + AFTER + b"\nlast line without its newline\n"
+
+
+def test_shut_down_ends_the_jvm_and_writes_its_last_output_before_it_returns() -> None:
+    read_fd, write_fd = os.pipe()
+    sink_read, sink_write = os.pipe()
+    held = HeldStderr(read_fd, sink_write)
+    held.start()
+    jvm = subprocess.Popen([sys.executable, "-c", LAST_WORDS], stdin=subprocess.PIPE, stderr=write_fd)
+    os.close(write_fd)
+    held.release()
+    gateway = SimpleNamespace(proc=jvm, **{STDERR_ATTRIBUTE: held})
+    try:
+        assert shut_down(gateway, wait=60)
+    finally:
+        jvm.kill()
+    assert jvm.returncode == 0
+    os.close(sink_write)
+    with os.fdopen(sink_read, "rb") as sink:
+        assert sink.read() == b"last words\n"
+    assert shut_down(gateway, wait=60), "again: the JVM has exited already"
+
+
+def test_shut_down_gives_up_on_a_jvm_that_does_not_exit() -> None:
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE)
+    try:
+        assert not shut_down(SimpleNamespace(proc=stuck), wait=0.2)
+    finally:
+        stuck.kill()
+        stuck.wait()
