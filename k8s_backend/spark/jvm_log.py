@@ -25,7 +25,8 @@ import attrs
 class Consequence:
     """A JVM log record that follows from k8s_backend failing the application.
 
-    :param record: what its first line holds (the logger's short name and the message's start).
+    :param record: what its first line holds (the end of the logger's name and the message's start, as
+        any log4j pattern that prints both writes them).
     :param exception: the start of the line after it, the exception it must carry to count; None when the
         record carries none.
     """
@@ -36,10 +37,10 @@ class Consequence:
 
 FAILURE_CONSEQUENCES = (
     # PyK8sSchedulerBackend.failApplication, which the Python backend calls when it gives up.
-    Consequence(b" PyK8sSchedulerBackend: k8s_backend stops the application: "),
+    Consequence(b"PyK8sSchedulerBackend: k8s_backend stops the application: "),
     # The SparkContext was still waiting for the backend (an unpullable image, a Hard gang timeout).
     Consequence(
-        b" SparkContext: Error initializing SparkContext.",
+        b"SparkContext: Error initializing SparkContext.",
         b"java.lang.IllegalStateException: Spark context stopped while waiting for backend",
     ),
 )

@@ -68,6 +68,13 @@ def test_with_java_stacks_the_left_out_records_take_their_frames_and_causes_alon
     assert shown(log, lines) == [unrelated, *FRAMES]
 
 
+def test_another_log_pattern_is_recognised_too() -> None:
+    log = JvmLogFilter()
+    log.leave_out_failure_consequences(lambda: True)
+    record = b"2026-12-02T05:08:29Z ERROR org.apache.spark.SparkContext: Error initializing SparkContext."
+    assert shown(log, [record, STOPPED_WAITING, *FRAMES, AFTER]) == [AFTER]
+
+
 def test_a_record_line_waiting_for_its_exception_is_kept_at_the_end() -> None:
     log = JvmLogFilter()
     log.leave_out_failure_consequences(lambda: True)
