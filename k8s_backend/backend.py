@@ -24,7 +24,7 @@ from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.executors.monitor import ExecutorMonitor
 from k8s_backend.executors.progress import ExecutorProgress, ProgressReporter
 from k8s_backend.executors.times import iso_time
-from k8s_backend.failures import FailureSink
+from k8s_backend.failures import FAILURE_RECORD, FailureSink
 from k8s_backend.gang.gate import GateState
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import Obj
@@ -291,7 +291,7 @@ class KubernetesClusterSchedulerBackend:
         if not self._machine.transition_if_allowed(BackendState.FAILED, reason):
             return
         self.failure_reason = reason
-        log.error("Application %s failed: %s", self._app_id, reason)
+        log.error("Application %s failed: %s", self._app_id, reason, extra=FAILURE_RECORD)
         for listener in self._failure_listeners:
             try:
                 listener(reason)

@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Protocol
 
 log = logging.getLogger(__name__)
 
 FailureListener = Callable[[str], None]
+
+# Marks the log record that tells the application's failure (``log.error(..., extra=FAILURE_RECORD)``): a
+# caller that tells the failure in its own words (``k8s-backend submit``) leaves that record out, and
+# everyone else (a notebook, a service) still gets the failure through logging.
+FAILURE_RECORD_ATTRIBUTE = "k8s_backend_application_failed"
+FAILURE_RECORD: Mapping[str, object] = MappingProxyType({FAILURE_RECORD_ATTRIBUTE: True})
+
+
+def is_failure_record(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is the one that tells k8s_backend's failure of the application."""
+    return bool(getattr(record, FAILURE_RECORD_ATTRIBUTE, False))
 
 
 class FailureReporter(Protocol):

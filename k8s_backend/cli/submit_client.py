@@ -11,6 +11,7 @@ script left running is stopped, which deletes its executor pods.
 
 from __future__ import annotations
 
+import logging
 import os
 import runpy
 import shutil
@@ -33,6 +34,7 @@ from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.submission import Submission
 from k8s_backend.cli.uploads import open_hadoop
 from k8s_backend.cli.uris import LOCAL_SCHEME, is_remote, local_path, split_list
+from k8s_backend.failures import is_failure_record
 from k8s_backend.kube.masters import MasterKind
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS
 from k8s_backend.pods.auth_secret import executors_need_auth_secret
@@ -56,12 +58,13 @@ class DriverRuntime(Protocol):
 
 def pyspark_runtime(*, verbose: bool = False) -> DriverRuntime:
     """The real runtime, from :mod:`k8s_backend.spark.client_mode` (only spark/ touches pyspark); the
-    driver JVM's log shows the frames of Java stack traces only when ``verbose``."""
+    driver JVM's log shows the frames of Java stack traces, and what it logs because k8s_backend failed
+    the application (which this command tells in one line), only when ``verbose``."""
     # Imported on use: k8s_backend.spark loads pyspark and installs its builder hook, which no other
     # subcommand (nor `submit --deploy-mode cluster`) should pay for or be affected by.
     from k8s_backend.spark import client_mode
 
-    return client_mode.runtime(java_stacks=verbose)
+    return client_mode.runtime(java_stacks=verbose, quiet_failure=not verbose)
 
 
 def in_process_path(uri: str) -> str:
@@ -154,16 +157,45 @@ def _run_driver(sub: Submission, console: Console, runtime: DriverRuntime, verbo
     properties = driver_properties(sub)
     app = in_process_path(sub.app)
     py_files = split_list(properties.get("spark.submit.pyFiles", ""))
-    with _termination_raises(console):
+    with _termination_raises(console), _failure_record_left_out(verbose):
         runtime.prepare(sub.master, properties)
         try:
             code = run_script(app, sub.app_args, py_files, console, failure=runtime.failure, verbose=verbose)
         finally:
             with signals_held():  # the cleanup that removes the executors must not be cut short
                 runtime.stop()
+        reason = runtime.failure()
+    if reason is not None:
+        # Told here however the script ended (it may have caught the Java error and exited 0): the
+        # application did fail, so the exit code is not 0.
+        console.error(f"the application failed: {reason}")
+        return code or 1
     if code == INTERRUPTED:
         console.info("k8s-backend: interrupted; the application was stopped and its executors deleted")
     return code
+
+
+@contextmanager
+def _failure_record_left_out(verbose: bool) -> Iterator[None]:
+    """Without ``verbose``, the log record in which k8s_backend tells that it failed the application
+    (:data:`k8s_backend.failures.FAILURE_RECORD`) is left out of the root logger's handlers while the
+    driver runs here: this command tells that failure in one line, once. With -v both are shown."""
+    if verbose:
+        yield
+        return
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(not_the_failure_record)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(not_the_failure_record)
+
+
+def not_the_failure_record(record: logging.LogRecord) -> bool:
+    """A logging filter: false for k8s_backend's record of the application's failure."""
+    return not is_failure_record(record)
 
 
 # What a scheduler, CI runner or `timeout` sends to stop a job (SIGTERM, SIGHUP) ends the script as
@@ -202,7 +234,7 @@ def run_script(
 
     An exception the script did not catch prints its traceback, as ``python`` does, unless k8s_backend
     failed the application (``failure`` says why): the script's error is then only the Java error that
-    followed, so the reason is told in one line and the traceback only with ``verbose``.
+    followed, so its traceback is printed only with ``verbose`` (the caller tells the reason).
     """
     with _script_environment(app, args, py_files):
         try:
@@ -216,11 +248,8 @@ def run_script(
                 traceback.print_exc()
             return INTERRUPTED
         except BaseException:
-            reason = failure()
-            if reason is None or verbose:
+            if failure() is None or verbose:
                 traceback.print_exc()
-            if reason is not None:
-                console.error(f"the application failed: {reason}")
             return 1
     return 0
 

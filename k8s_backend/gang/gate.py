@@ -34,5 +34,8 @@ class GangGate:
         why = "; ".join(stuck[:5]) if stuck else "no reason reported by Kubernetes"
         return (
             f"Gang scheduling (Hard) timed out: only {running} of {self.min_executors} executors were "
-            f"running after {waited:.0f}s (spark.kubernetes.gang.timeout). Pending executors: {why}"
+            f"running after {waited:.0f}s (spark.kubernetes.gang.timeout). Pending executors: {why}. "
+            "Fix what keeps them pending, or raise spark.kubernetes.gang.timeout, lower "
+            "spark.kubernetes.gang.minExecutors, or set spark.kubernetes.gang.style=Soft to go on with the "
+            "executors that run"
         )

@@ -11,19 +11,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from k8s_backend.spark.factory import BackendFactory
+from k8s_backend.spark.gateway import end_driver_jvm
 from k8s_backend.spark.session import prepare
 
 
 class PySparkRuntime:
     """Readies this process's Spark driver for a ``pyk8s://`` master, and stops what is left running."""
 
-    def __init__(self, *, java_stacks: bool = True) -> None:
+    def __init__(self, *, java_stacks: bool = True, quiet_failure: bool = False) -> None:
         self._factory: BackendFactory | None = None
         self._java_stacks = java_stacks
+        self._quiet_failure = quiet_failure
 
     def prepare(self, master: str, properties: Mapping[str, str]) -> None:
         """The submission's properties become the driver JVM's defaults (see :func:`prepare`)."""
-        self._factory = prepare(master, dict(properties), java_stacks=self._java_stacks)
+        self._factory = prepare(
+            master, dict(properties), java_stacks=self._java_stacks, quiet_failure=self._quiet_failure
+        )
 
     def failure(self) -> str | None:
         """Why k8s_backend failed the application (its backend could not be made, an executor image
@@ -32,7 +36,9 @@ class PySparkRuntime:
 
     def stop(self) -> None:
         """Stop the active SparkContext, if any, and a backend no context stopped: their executor pods
-        are deleted (also when a signal or an error ended the script while the context was starting)."""
+        are deleted (also when a signal or an error ended the script while the context was starting).
+        Then end the driver JVM, so that its last output is written before what the caller prints next
+        (e.g. ``k8s-backend submit``'s one-line error)."""
         # Imported here, after prepare() has checked the installed pyspark and named what is missing.
         from pyspark.core.context import SparkContext
 
@@ -41,11 +47,16 @@ class PySparkRuntime:
             if context is not None:
                 context.stop()
         finally:
-            if self._factory is not None:
-                self._factory.stop_leftover()
+            try:
+                if self._factory is not None:
+                    self._factory.stop_leftover()
+            finally:
+                end_driver_jvm()
 
 
-def runtime(*, java_stacks: bool = True) -> PySparkRuntime:
+def runtime(*, java_stacks: bool = True, quiet_failure: bool = False) -> PySparkRuntime:
     """The runtime client mode uses when the caller injects none (``java_stacks``: whether the driver
-    JVM's log keeps the frames of Java stack traces; ``k8s-backend submit`` keeps them with -v)."""
-    return PySparkRuntime(java_stacks=java_stacks)
+    JVM's log keeps the frames of Java stack traces; ``quiet_failure``: whether it leaves out what only
+    follows from k8s_backend's failure of the application, which the caller tells; ``k8s-backend submit``
+    keeps both with -v)."""
+    return PySparkRuntime(java_stacks=java_stacks, quiet_failure=quiet_failure)

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from k8s_backend.failures import FAILURE_RECORD
 from k8s_backend.signals import signals_held
 from k8s_backend.spark.bridge import (
     DEFAULT_STOP_TIMEOUT,
@@ -104,7 +105,9 @@ class BackendFactory:
             callbacks = self._create(java_backend, master_url, json.loads(conf_json), driver_url)
         except Exception as error:
             self.last_error = error
-            log.error("k8s_backend could not create its backend for %s: %s", master_url, error)
+            log.error(
+                "k8s_backend could not create its backend for %s: %s", master_url, error, extra=FAILURE_RECORD
+            )
             raise
         self.current = callbacks
         return callbacks

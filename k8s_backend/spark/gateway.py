@@ -8,7 +8,11 @@ goes into ``spark.driver.extraClassPath`` at launch; it cannot be added to a run
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import logging
 import os
+import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,9 +21,13 @@ from k8s_backend.spark.jar import BridgeJarError
 from k8s_backend.spark.jvm_start import HeldStderr, start_failure
 from k8s_backend.spark.status import FACTORY_ATTRIBUTE
 
+log = logging.getLogger(__name__)
+
 MANAGER_CLASS = "io.k8sbackend.bridge.PyK8sClusterManager"
 PROTOCOL_VERSION = 2  # must match PyK8sClusterManager.PROTOCOL_VERSION
 CLASSPATH_KEY = "spark.driver.extraClassPath"
+STDERR_ATTRIBUTE = "_k8s_backend_jvm_stderr"  # the HeldStderr of a JVM launch() started, on its gateway
+JVM_EXIT_WAIT = 10.0  # seconds for the JVM to exit, then for its last output to be written, at shut-down
 
 
 class _LaunchConf:
@@ -78,7 +86,61 @@ def launch(
         raise
     os.close(write_fd)
     held.release()
+    setattr(gateway, STDERR_ATTRIBUTE, held)
+    # Registered before anything the JVM's session registers (the backend's stop, a local cluster's):
+    # atexit runs it after them, once nothing needs the JVM any more.
+    atexit.register(shut_down, gateway)
     return gateway
+
+
+def shut_down(gateway: Any, wait: float = JVM_EXIT_WAIT) -> bool:
+    """End the driver JVM behind ``gateway`` as it ends when this process exits (its stdin reaches its
+    end), and wait at most ``wait`` seconds for it to exit, then as long for its last output to be
+    written to this process's stderr. Returns whether both happened in time.
+
+    A JVM that is left to end with this process prints what its shutdown hooks log (e.g. Spark's
+    "Shutdown hook called") to a pipe no one reads any more: it is lost. Registered with ``atexit`` by
+    :func:`launch`; harmless when the JVM has exited already.
+    """
+    proc = getattr(gateway, "proc", None)
+    if proc is None:
+        return True
+    if proc.stdin is not None and not proc.stdin.closed:
+        with contextlib.suppress(OSError):  # (a broken pipe: the JVM is gone already)
+            proc.stdin.close()  # the JVM's PythonGatewayServer exits on the end of its stdin
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        log.warning("The driver JVM (pid %s) did not exit within %.0fs of being asked to", proc.pid, wait)
+        return False
+    held = jvm_stderr(gateway)
+    return held is None or held.wait_for_end(wait)
+
+
+def end_driver_jvm(wait: float = JVM_EXIT_WAIT) -> bool:
+    """End this process's driver JVM, if :func:`launch` started it and no SparkContext runs in it, and
+    write its last output now rather than at interpreter exit (:func:`shut_down`): what follows on stderr
+    then comes after it. A later session starts a new JVM. Returns whether the JVM was ended in time."""
+    from pyspark.core.context import SparkContext
+
+    with SparkContext._lock:
+        gateway = SparkContext._gateway
+        if gateway is None or jvm_stderr(gateway) is None or SparkContext._active_spark_context is not None:
+            return False
+        ended = shut_down(gateway, wait)
+        try:
+            gateway.shutdown()  # Py4J's callback server and connections to the JVM that is gone
+        except Exception:
+            log.debug("Could not close the Py4J gateway of the driver JVM", exc_info=True)
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        return ended
+
+
+def jvm_stderr(gateway: Any) -> HeldStderr | None:
+    """The reader of the stderr of the JVM behind ``gateway``, if :func:`launch` started it with one."""
+    held = getattr(gateway, STDERR_ATTRIBUTE, None)
+    return held if isinstance(held, HeldStderr) else None
 
 
 def has_bridge(gateway: Any) -> bool:

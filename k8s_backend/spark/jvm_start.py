@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 
 from k8s_backend.errors import K8sBackendError
+from k8s_backend.spark.jvm_log import JvmLogFilter
 
 STDERR_FD = 2
 EOF_WAIT = 10.0  # seconds to wait for the rest of a failed JVM's output once it exited
@@ -52,23 +54,19 @@ def start_failure(output: str, what: str = "the driver JVM") -> DriverStartError
     return DriverStartError(f"{what} did not start: {told}. {hint}", output=output)
 
 
-def is_java_stack_line(line: bytes) -> bool:
-    """A frame of a Java stack trace the JVM's log prints under an error (``\tat ...``, ``\t... 12
-    more``), as opposed to the log line and the exception's message above it."""
-    return line.startswith((b"\tat ", b"\t... "))
-
-
 class HeldStderr:
     """The read end of the JVM's stderr pipe, on a daemon thread: held, then passed through.
 
     Without ``java_stacks`` the frames of the Java stack traces the JVM logs after its start are left
     out (``k8s-backend submit`` shows them with -v): the log line and the exception's message stay.
+    :meth:`leave_out_failure_consequences` also leaves out what the JVM logs because k8s_backend failed
+    the application (:mod:`k8s_backend.spark.jvm_log`).
     """
 
     def __init__(self, read_fd: int, sink_fd: int = STDERR_FD, *, java_stacks: bool = True) -> None:
         self._read_fd = read_fd
         self._sink_fd = sink_fd
-        self._java_stacks = java_stacks
+        self._filter = JvmLogFilter(java_stacks=java_stacks)
         self._partial = b""
         self._lock = threading.Lock()
         self._held: list[bytes] | None = []
@@ -77,6 +75,13 @@ class HeldStderr:
 
     def start(self) -> None:
         self._thread.start()
+
+    def leave_out_failure_consequences(self, failure_told: Callable[[], bool]) -> None:
+        """Leave out the JVM's log records that follow from k8s_backend's failure of the application
+        (e.g. Spark's "Error initializing SparkContext." after an unpullable image) while
+        ``failure_told()`` is true: the caller tells that failure itself."""
+        with self._lock:
+            self._filter.leave_out_failure_consequences(failure_told)
 
     def release(self) -> None:
         """The JVM is up: write what was held, and pass the rest through as it comes."""
@@ -90,6 +95,11 @@ class HeldStderr:
         with self._lock:
             return b"".join(self._held or []).decode("utf-8", "replace")
 
+    def wait_for_end(self, wait: float) -> bool:
+        """Wait at most ``wait`` seconds for the JVM's output to end (it exited and closed its stderr) and
+        for all of it to be written; returns whether it did."""
+        return self._done.wait(wait)
+
     def _pump(self) -> None:
         try:
             with os.fdopen(self._read_fd, "rb", buffering=0) as pipe:
@@ -99,16 +109,25 @@ class HeldStderr:
                             self._held.append(chunk)
                         else:
                             self._pass(chunk)
+            with self._lock:
+                if self._held is None:  # a record line still pending, the last line without its newline
+                    self._end()
         finally:
             self._done.set()
 
     def _pass(self, chunk: bytes) -> None:
-        if self._java_stacks:
+        if self._filter.passes_everything and not self._partial:
             self._write(chunk)
             return
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()  # what follows the last newline: the start of the next line
-        self._write(b"".join(line + b"\n" for line in lines if not is_java_stack_line(line)))
+        kept = [kept for line in lines for kept in self._filter.lines(line)]
+        self._write(b"".join(line + b"\n" for line in kept))
+
+    def _end(self) -> None:
+        partial, self._partial = self._partial, b""
+        kept = [*(self._filter.lines(partial) if partial else []), *self._filter.flush()]
+        self._write(b"".join(line + b"\n" for line in kept))
 
     def _write(self, data: bytes) -> None:
         while data:

@@ -15,7 +15,7 @@ from k8s_backend.errors import ApplicationFailedError, ConfigError
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.signals import exit_on_termination
 from k8s_backend.spark.factory import BackendCreator, BackendFactory, local_defaults
-from k8s_backend.spark.gateway import install_factory, launch, set_default_master
+from k8s_backend.spark.gateway import install_factory, jvm_stderr, launch, set_default_master
 from k8s_backend.spark.jar import bridge_jar, installed_pyspark
 from k8s_backend.spark.master import MasterKind, is_pyk8s, parse_master
 
@@ -91,6 +91,7 @@ def prepare(
     create_backend: BackendCreator | None = None,
     default_master: bool = True,
     java_stacks: bool = True,
+    quiet_failure: bool = False,
 ) -> BackendFactory:
     """Ready this process's driver JVM for a ``pyk8s://`` master and return the installed factory.
 
@@ -100,7 +101,10 @@ def prepare(
     ``default_master`` the master and ``conf`` become the JVM's defaults, as spark-submit's would: a
     plain ``SparkSession.builder.getOrCreate()`` then creates a context with k8s_backend's backend.
     A JVM that exits while it starts raises :class:`k8s_backend.spark.DriverStartError` with its reason;
-    without ``java_stacks`` the JVM's log leaves the frames of Java stack traces out.
+    without ``java_stacks`` the JVM's log leaves the frames of Java stack traces out. ``quiet_failure``:
+    the caller tells k8s_backend's failure of the application itself (:meth:`BackendFactory.failure`),
+    so the JVM's log leaves out the records that merely follow from it (:mod:`k8s_backend.spark.jvm_log`;
+    only for a JVM started here).
     """
     installed_pyspark()  # a clear error for an unsupported pyspark before anything starts
     from pyspark.core.context import SparkContext
@@ -118,6 +122,9 @@ def prepare(
         gateway = SparkContext._gateway
     factory = BackendFactory(create_backend)
     install_factory(gateway, factory)
+    held = jvm_stderr(gateway)
+    if quiet_failure and held is not None:
+        held.leave_out_failure_consequences(lambda: factory.failure() is not None)
     exit_on_termination()  # SIGTERM/SIGHUP then run the cleanup at exit instead of leaving pods behind
     if default_master:
         set_default_master(gateway, master, properties)

@@ -1,7 +1,7 @@
 """One line on stderr, a non-zero exit code and no traceback (unless -v) for what a user of a client-mode
 ``k8s-backend submit`` can get wrong, each in a real process as a user runs it: a ``--packages`` that
 cannot be resolved, an executor image that cannot be pulled, a Hard gang that times out, and Ctrl-C while
-a job runs (which still deletes the executor pods and ConfigMaps).
+a job runs (which still deletes the executor pods and ConfigMaps); with -v, the detail the line stands for.
 
 The cluster is a LocalCluster in the test's process that knows only the local Spark image, so that what
 the command leaves behind can be seen. Nothing goes to the network: ``--packages`` resolves through an
@@ -128,34 +128,90 @@ def test_v_shows_the_jvm_output_and_the_traceback(tmp_path: Path) -> None:
     assert last.startswith("k8s-backend: error: the driver JVM did not start")
 
 
-def test_an_unpullable_executor_image_is_one_line(cluster: LocalCluster, tmp_path: Path) -> None:
-    conf = on(cluster, UNPULLABLE, **{"spark.kubernetes.executor.imagePullFailTimeout": "3s"})
-    done = run([*command(f"pyk8s://{cluster.url}", conf=conf), str(APPS / "pi.py")], tmp_path)
-    assert done.returncode == 1, done.stderr[-4000:]
-    assert_no_traceback(done.stderr)
-    [line] = error_lines(done.stderr)
-    assert line.startswith(f"k8s-backend: error: the application failed: Executor image {UNPULLABLE} cannot")
-    assert cluster.wait_until(lambda: not left_on(cluster), 60), left_on(cluster)
-
-
-def test_a_hard_gang_timeout_is_one_line(cluster: LocalCluster, tmp_path: Path) -> None:
-    conf = on(
-        cluster,
-        UNPULLABLE,
-        **{
+# k8s_backend's failures of the application: (extra Spark properties, options, start of the one line).
+FAILURES = {
+    "unpullable-image": (
+        {"spark.kubernetes.executor.imagePullFailTimeout": "3s"},
+        (),
+        f"k8s-backend: error: the application failed: Executor image {UNPULLABLE} cannot be pulled "
+        "(ErrImagePull: ",
+    ),
+    "hard-gang-timeout": (
+        {
             "spark.kubernetes.gang.enabled": "true",
             "spark.kubernetes.gang.style": "Hard",
             "spark.kubernetes.gang.timeout": "3s",
             "spark.kubernetes.executor.imagePullFailTimeout": "0",
         },
-    )
-    argv = command(f"pyk8s://{cluster.url}", "--num-executors", "2", conf=conf)
-    done = run([*argv, str(APPS / "pi.py")], tmp_path)
+        ("--num-executors", "2"),
+        "k8s-backend: error: the application failed: Gang scheduling (Hard) timed out: only 0 of 2 executors",
+    ),
+}
+# What the failure's one line is told instead of, shown with -v: the backend's log record, the bridge's
+# record and Spark's error with its exception, the Java stack frames, and the script's traceback.
+DETAIL = (
+    "ERROR k8s_backend.backend: Application spark-",
+    "ERROR PyK8sSchedulerBackend: k8s_backend stops the application: ",
+    "ERROR SparkContext: Error initializing SparkContext.",
+    "java.lang.IllegalStateException: Spark context stopped while waiting for backend",
+    "\tat org.apache.spark.",
+    "Traceback (most recent call last):",
+)
+PROGRESS = "executors: "
+
+
+def failed(
+    cluster: LocalCluster, tmp_path: Path, failure: str, *options: str, **conf: str
+) -> subprocess.CompletedProcess[str]:
+    extra, failure_options, _ = FAILURES[failure]
+    settings = on(cluster, UNPULLABLE, **extra, **conf)
+    argv = command(f"pyk8s://{cluster.url}", *failure_options, *options, conf=settings)
+    return run([*argv, str(APPS / "pi.py")], tmp_path)
+
+
+def after_the_start(stderr: str) -> list[str]:
+    """stderr from the first progress line on (before it: the JVM's start-up lines, which every run
+    prints), without the progress lines."""
+    lines = stderr.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(PROGRESS))
+    return [line for line in lines[first:] if not line.startswith(PROGRESS)]
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+def test_k8s_backends_failure_of_the_application_is_one_line(
+    cluster: LocalCluster, tmp_path: Path, failure: str
+) -> None:
+    done = failed(cluster, tmp_path, failure)
     assert done.returncode == 1, done.stderr[-4000:]
+    [line] = after_the_start(done.stderr)
+    assert line.startswith(FAILURES[failure][2]), done.stderr[-4000:]
+    assert "spark.kubernetes." in line, "the line names what to fix"
+    assert error_lines(done.stderr) == [line]
     assert_no_traceback(done.stderr)
-    [line] = error_lines(done.stderr)
-    assert line.startswith("k8s-backend: error: the application failed: Gang scheduling (Hard) timed out")
+    for noise in (" ERROR ", "Exception", *DETAIL):
+        assert noise not in done.stderr, done.stderr[-4000:]
     assert cluster.wait_until(lambda: not left_on(cluster), 60), left_on(cluster)
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+def test_v_shows_the_failures_detail(cluster: LocalCluster, tmp_path: Path, failure: str) -> None:
+    done = failed(cluster, tmp_path, failure, "-v")
+    assert done.returncode == 1, done.stderr[-4000:]
+    for detail in DETAIL:
+        assert detail in done.stderr, (detail, done.stderr[-4000:])
+    assert done.stderr.rstrip().splitlines()[-1].startswith(FAILURES[failure][2])
+    assert cluster.wait_until(lambda: not left_on(cluster), 60), left_on(cluster)
+
+
+def test_the_jvms_last_output_comes_before_the_one_line(cluster: LocalCluster, tmp_path: Path) -> None:
+    # The JVM prints its heap at exit, the last thing it prints: it used to be lost with this process.
+    java_options = {"spark.driver.extraJavaOptions": f"{FAST_JVM} -Xlog:gc+heap+exit=info:stderr"}
+    done = failed(cluster, tmp_path, "unpullable-image", **java_options)
+    assert done.returncode == 1, done.stderr[-4000:]
+    lines = done.stderr.rstrip().splitlines()
+    heap = [i for i, line in enumerate(lines) if "[gc,heap,exit]" in line]
+    assert heap, done.stderr[-4000:]
+    assert lines[-1].startswith(FAILURES["unpullable-image"][2]) and max(heap) < len(lines) - 1
 
 
 def test_ctrl_c_while_a_job_runs_is_one_line_and_cleans_up(cluster: LocalCluster, tmp_path: Path) -> None:

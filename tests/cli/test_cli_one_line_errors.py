@@ -3,6 +3,7 @@ also the traceback (and what the failure holds, e.g. a driver JVM's output)."""
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from cli_support import APPS, IMAGE, cli
 
 from k8s_backend.cli import app_commands
 from k8s_backend.cli.main import quiet_py4j_interrupts
+from k8s_backend.failures import FAILURE_RECORD
 from k8s_backend.spark.jvm_start import DriverStartError, HeldStderr, start_failure
 
 MASTER = "pyk8s://https://k8s.test:6443"
@@ -29,16 +31,23 @@ org.example.nothere#nothing;0.0.1: not found]
 
 
 class FailedRuntime:
-    """A driver whose backend failed the application: the script then fails with a Java error."""
+    """A driver whose backend failed the application: the script then fails with a Java error. As the
+    backend does, it logs the failure (with ``log_failure``) while the script runs."""
 
-    def __init__(self, reason: str | None, error: BaseException | None = None) -> None:
+    def __init__(
+        self, reason: str | None, error: BaseException | None = None, *, log_failure: bool = False
+    ) -> None:
         self.reason = reason
         self.error = error
+        self.log_failure = log_failure
         self.stopped = 0
 
     def prepare(self, master: str, properties: Mapping[str, str]) -> None:
         if self.error is not None:
             raise self.error
+        if self.log_failure:
+            backend_log = logging.getLogger("k8s_backend.backend")
+            backend_log.error("Application failed: %s", self.reason, extra=FAILURE_RECORD)
 
     def failure(self) -> str | None:
         return self.reason
@@ -47,8 +56,11 @@ class FailedRuntime:
         self.stopped += 1
 
 
-def submit(*options: str, app: Path = APPS / "fail.py", runtime: Any, **deps: Any) -> Any:
-    return cli(["submit", "--master", MASTER, "--conf", IMAGE, *options, str(app)], runtime=runtime, **deps)
+def submit(
+    *options: str, app: Path = APPS / "fail.py", app_args: tuple[str, ...] = (), runtime: Any, **deps: Any
+) -> Any:
+    argv = ["submit", "--master", MASTER, "--conf", IMAGE, *options, str(app), *app_args]
+    return cli(argv, runtime=runtime, **deps)
 
 
 def test_a_script_failing_after_the_backend_gave_up_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,6 +70,30 @@ def test_a_script_failing_after_the_backend_gave_up_is_one_line(capsys: pytest.C
     assert result.err.splitlines() == [f"k8s-backend: error: the application failed: {REASON}"]
     assert "Traceback" not in capsys.readouterr().err
     assert runtime.stopped == 1
+
+
+def test_the_backends_failure_record_is_left_to_the_one_line_and_v_shows_it() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logging.getLogger().addHandler(handler)
+    try:
+        quiet = submit(runtime=FailedRuntime(REASON, log_failure=True))
+        assert stream.getvalue() == ""
+        assert quiet.err.splitlines() == [f"k8s-backend: error: the application failed: {REASON}"]
+        loud = submit("-v", runtime=FailedRuntime(REASON, log_failure=True))
+        assert stream.getvalue() == f"Application failed: {REASON}\n"
+        assert loud.err.splitlines()[-1] == quiet.err.splitlines()[0]
+        logging.getLogger("k8s_backend.backend").error("after the run", extra=FAILURE_RECORD)
+        assert stream.getvalue().endswith("after the run\n"), "only while the command runs the driver"
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+
+@pytest.mark.parametrize("exit_code", ["0", "3"])
+def test_the_failure_is_told_when_the_script_caught_the_error_and_exited(exit_code: str) -> None:
+    result = submit(app_args=(exit_code,), runtime=FailedRuntime(REASON))  # fail.py exits with its argument
+    assert result.err.splitlines() == [f"k8s-backend: error: the application failed: {REASON}"]
+    assert result.code == max(int(exit_code), 1)
 
 
 def test_v_adds_the_scripts_traceback(capsys: pytest.CaptureFixture[str]) -> None:

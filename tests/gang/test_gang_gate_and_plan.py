@@ -34,11 +34,16 @@ def test_the_failure_reason_names_counts_key_and_pending_reasons() -> None:
         "(spark.kubernetes.gang.timeout). Pending executors: executor 1: Unschedulable"
     )
     assert "executor 5:" in reason and "executor 6:" not in reason, "at most five reasons"
+    assert reason.endswith(
+        "Fix what keeps them pending, or raise spark.kubernetes.gang.timeout, lower "
+        "spark.kubernetes.gang.minExecutors, or set spark.kubernetes.gang.style=Soft to go on with the "
+        "executors that run"
+    )
 
 
 def test_the_failure_reason_says_when_kubernetes_gave_none() -> None:
     reason = GangGate(min_executors=2, timeout=1, hard=True).failure_reason(0, 1.0, [])
-    assert reason.endswith("Pending executors: no reason reported by Kubernetes")
+    assert "Pending executors: no reason reported by Kubernetes. Fix what keeps them pending" in reason
 
 
 def test_nothing_by_default() -> None:
