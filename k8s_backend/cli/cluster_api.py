@@ -103,11 +103,24 @@ def official_connector(
             )
         except ConfigError as error:
             raise UsageError(str(error)) from None
-        token = (getattr(settings.configuration, "api_key", None) or {}).get("BearerToken")
         endpoint = ApiEndpoint(settings.host, settings.source)
-        return Connection(api, endpoint, token=token or None, files=client_files(settings.configuration))
+        configuration = settings.configuration
+        return Connection(api, endpoint, token=bearer_token(configuration), files=client_files(configuration))
 
     return connect
+
+
+def bearer_token(configuration: Any) -> str | None:
+    """The bearer token an official client configuration sends, without the scheme (a kubeconfig's
+    loader stores ``"Bearer TOKEN"`` with no prefix; a token property, ``TOKEN`` with prefix ``Bearer``)."""
+    refresh = getattr(configuration, "refresh_api_key_hook", None)
+    if refresh is not None:  # a token file: read now
+        refresh(configuration)
+    value = str((getattr(configuration, "api_key", None) or {}).get("BearerToken") or "")
+    prefix = (getattr(configuration, "api_key_prefix", None) or {}).get("BearerToken")
+    if not prefix and value[:7].lower() == "bearer ":
+        value = value[7:]
+    return value.strip() or None
 
 
 def client_files(configuration: Any) -> dict[str, bytes]:

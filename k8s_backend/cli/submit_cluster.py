@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -293,8 +293,10 @@ def run_cluster(
     *,
     connect: Connector = official_connection,
     local_cluster: LocalClusterFactory | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> int:
-    """Submit in cluster mode; the exit code is the driver's when waiting, else 0."""
+    """Submit in cluster mode; the exit code is the driver's when waiting, else 0 (``environ``: where
+    the printed commands save an inline token, see :mod:`k8s_backend.cli.hints`)."""
     with _connection(sub, connect, local_cluster) as (connection, cluster):
         local_url = cluster.url if cluster is not None else None
         local_https = is_local_cluster(connection, LOOPBACK_HOSTS)
@@ -319,15 +321,22 @@ def run_cluster(
         if not sub.wait:
             console.info(
                 "Deployed; not waiting (spark.kubernetes.submission.waitAppCompletion=false). Follow it with "
-                f"`{manage_command(sub, 'status', names.submission_id)}`, stop it with "
-                f"`{manage_command(sub, 'kill', names.submission_id)}`"
+                f"`{manage_command(sub, 'status', names.submission_id, environ)}`, stop it with "
+                f"`{manage_command(sub, 'kill', names.submission_id, environ)}`"
             )
             return uploads.finished(sub, console, 0, ended=False)
-        code = _wait(sub, connection, plan, console, cluster)
+        code = _wait(sub, connection, plan, console, cluster, environ)
         return uploads.finished(sub, console, code, ended=code != 130 or cluster is not None)
 
 
-def _wait(sub: Submission, connection: Connection, plan: ClusterPlan, console: Console, cluster: Any) -> int:
+def _wait(
+    sub: Submission,
+    connection: Connection,
+    plan: ClusterPlan,
+    console: Console,
+    cluster: Any,
+    environ: Mapping[str, str] | None,
+) -> int:
     names = plan.names
     status = DriverStatus(names.pod, names.namespace, console.info)
     follower = follower_for(connection, plan, console, cluster) if sub.follow_log else None
@@ -339,8 +348,8 @@ def _wait(sub: Submission, connection: Connection, plan: ClusterPlan, console: C
         if cluster is None:
             console.info(
                 "Stopped watching; the application keeps running "
-                f"(`{manage_command(sub, 'status', names.submission_id)}`, "
-                f"`{manage_command(sub, 'kill', names.submission_id)}`)"
+                f"(`{manage_command(sub, 'status', names.submission_id, environ)}`, "
+                f"`{manage_command(sub, 'kill', names.submission_id, environ)}`)"
             )
         return 130
     except ApiError as error:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from cli_support import APPS, IMAGE, cli
 
-from k8s_backend.cli.cluster_api import Connection, client_files
+from k8s_backend.cli.cluster_api import Connection, bearer_token, client_files
 from k8s_backend.cli.errors import ApiEndpoint
 from k8s_backend.cli.submission import Submission, build_submission
 from k8s_backend.cli.submit_args import parse_submit_args
@@ -114,7 +114,7 @@ def test_the_official_client_settings_give_the_kubeconfigs_files(tmp_path: Path,
 
     (tmp_path / "ca.pem").write_bytes(CA)
     cluster: dict[str, Any] = {"server": "https://127.0.0.1:6443"}
-    user: dict[str, Any] = {}
+    user: dict[str, Any] = {"token": "kc-tok"}
     if inline:
         cluster["certificate-authority-data"] = base64.b64encode(CA).decode()
         user["client-certificate-data"] = base64.b64encode(CERT).decode()
@@ -141,3 +141,5 @@ def test_the_official_client_settings_give_the_kubeconfigs_files(tmp_path: Path,
     settings = build_client_settings(ApiClientConf(kubeconfig=str(kubeconfig)), environ={})
     files = client_files(settings.configuration)
     assert files == {"caCertFile": CA, "clientCertFile": CERT, "clientKeyFile": KEY}
+    # The loader stores "Bearer kc-tok": the driver gets the token itself.
+    assert bearer_token(settings.configuration) == "kc-tok"
