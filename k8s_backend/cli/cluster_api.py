@@ -60,6 +60,7 @@ class Connection:
     # the property that would name them (caCertFile, clientCertFile, clientKeyFile), whatever gave them
     # (a kubeconfig's certificate-authority-data, a --conf): such a driver needs them too.
     files: Mapping[str, bytes] = attrs.field(factory=dict, repr=False)
+    verify_tls: bool = True  # False: the server's certificate is not checked (insecure-skip-tls-verify)
 
 
 Connector = Callable[[ApiClientConf, str], Connection]
@@ -105,7 +106,13 @@ def official_connector(
             raise UsageError(str(error)) from None
         endpoint = ApiEndpoint(settings.host, settings.source)
         configuration = settings.configuration
-        return Connection(api, endpoint, token=bearer_token(configuration), files=client_files(configuration))
+        return Connection(
+            api,
+            endpoint,
+            token=bearer_token(configuration),
+            files=client_files(configuration),
+            verify_tls=bool(getattr(configuration, "verify_ssl", True)),
+        )
 
     return connect
 

@@ -157,10 +157,15 @@ CREDENTIAL_FILES: dict[str, tuple[str, str]] = {
     "clientKeyFile": ("client.key", "K8S_BACKEND_API_CLIENT_KEY_FILE"),
 }
 TOKEN_FILE_KEY_ENV = (TOKEN_KEY, TOKEN_FILE_ENV)
+TRUST_KEY = "spark.kubernetes.trust.certificates"
 
 
 def loopback_credentials(
-    properties: Mapping[str, str], submission_token: str | None, files: Mapping[str, bytes] | None = None
+    properties: Mapping[str, str],
+    submission_token: str | None,
+    files: Mapping[str, bytes] | None = None,
+    *,
+    verify_tls: bool = True,
 ) -> tuple[dict[str, str], dict[str, bytes]]:
     """What a driver reusing the submission's loopback server needs to reach it, as the driver's own
     (client-mode) credentials: ``(properties, contents)``, nothing when the user gave the driver
@@ -170,12 +175,16 @@ def loopback_credentials(
     certificate or key given as a property is passed by path (the driver runs on this machine); one the
     submission's client got elsewhere (a kubeconfig's ``certificate-authority[-data]``,
     ``client-certificate[-data]``, ``client-key[-data]``: ``files``, keyed by property suffix) has its
-    content returned, to be shipped in the driver's Secret (see :func:`mount_files`).
+    content returned, to be shipped in the driver's Secret (see :func:`mount_files`). A submission
+    that does not check the server's certificate (``verify_tls`` false: a kubeconfig's
+    ``insecure-skip-tls-verify``) has its driver not check it either.
     """
-    if _has_client_credentials(properties):
-        return {}, {}
-    reused = {"oauthToken": submission_token} if submission_token else {}
     out: dict[str, str] = {}
+    if not verify_tls and TRUST_KEY not in properties:
+        out[TRUST_KEY] = "true"
+    if _has_client_credentials(properties):
+        return out, {}
+    reused = {"oauthToken": submission_token} if submission_token else {}
     for suffix in ("oauthToken", "oauthTokenFile", *_FILE_SUFFIXES):
         value = properties.get(_SUBMISSION + suffix) or properties.get(_CLIENT + suffix) or reused.get(suffix)
         if value:

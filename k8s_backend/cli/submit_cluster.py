@@ -142,6 +142,7 @@ def plan_cluster(
     environ: dict[str, str] | None = None,
     submission_token: str | None = None,
     submission_files: dict[str, bytes] | None = None,
+    submission_verifies_tls: bool = True,
 ) -> ClusterPlan:
     """Build the driver pod, the driver's properties and the ConfigMap content; usage errors for any
     bad value (nothing has been created yet).
@@ -149,7 +150,8 @@ def plan_cluster(
     ``submission_token`` is the token the submission uses when it is not in the properties (a
     kubeconfig's, a ``pyk8s://local`` cluster's), ``submission_files`` the contents of the CA, client
     certificate and key its client uses (keyed by property suffix, ``caCertFile``...); a driver on the
-    same loopback server reuses them.
+    same loopback server reuses them (and does not check the server's certificate either unless
+    ``submission_verifies_tls``).
     """
     names = names or plan_names(sub)
     props = sub.properties
@@ -160,7 +162,9 @@ def plan_cluster(
     }
     shipped: dict[str, bytes] = {}
     if master == pyk8s_url(api_url):
-        borrowed, shipped = driver_token.loopback_credentials(props, submission_token, submission_files)
+        borrowed, shipped = driver_token.loopback_credentials(
+            props, submission_token, submission_files, verify_tls=submission_verifies_tls
+        )
         properties.update(borrowed)
     if local_image:
         properties.setdefault("spark.kubernetes.container.image", local_image)
@@ -309,6 +313,7 @@ def run_cluster(
             local_image=local_image,
             submission_token=getattr(cluster, "token", None) if cluster is not None else connection.token,
             submission_files=submission_files(connection, cluster),
+            submission_verifies_tls=connection.verify_tls,
         )
         preflight(connection, sub.namespace, plan.needs)
         with uploads.uploaded(sub, console):  # spark.kubernetes.file.upload.path; deleted if creation fails

@@ -12,11 +12,12 @@ import pytest
 import yaml
 from cli_support import APPS, IMAGE, cli
 
-from k8s_backend.cli.cluster_api import Connection, bearer_token, client_files
+from k8s_backend.cli.cluster_api import Connection, official_connector
 from k8s_backend.cli.errors import ApiEndpoint
 from k8s_backend.cli.submission import Submission, build_submission
 from k8s_backend.cli.submit_args import parse_submit_args
 from k8s_backend.cli.submit_cluster import ClusterPlan, plan_cluster
+from k8s_backend.conf.model import ApiClientConf
 from k8s_backend.kube.masters import IN_CLUSTER_MASTER
 from k8s_backend.kube.port import PODS, SECRETS
 from k8s_backend.testing.fake import FakeKubernetes
@@ -109,9 +110,6 @@ def test_submit_ships_the_ca_its_connection_used() -> None:
 
 @pytest.mark.parametrize("inline", [True, False])
 def test_the_official_client_settings_give_the_kubeconfigs_files(tmp_path: Path, inline: bool) -> None:
-    from k8s_backend.kube.config import build_client_settings
-    from k8s_backend.kube.settings import ApiClientConf
-
     (tmp_path / "ca.pem").write_bytes(CA)
     cluster: dict[str, Any] = {"server": "https://127.0.0.1:6443"}
     user: dict[str, Any] = {"token": "kc-tok"}
@@ -125,7 +123,25 @@ def test_the_official_client_settings_give_the_kubeconfigs_files(tmp_path: Path,
         cluster["certificate-authority"] = "ca.pem"  # relative to the kubeconfig's directory
         user["client-certificate"] = str(tmp_path / "me.crt")
         user["client-key"] = str(tmp_path / "me.key")
-    kubeconfig = tmp_path / "kc.yaml"
+    kubeconfig = write_kubeconfig(tmp_path, cluster, user)
+    connection = official_connector(environ={})(ApiClientConf(kubeconfig=str(kubeconfig)), "default")
+    connection.api.close()
+    assert connection.files == {"caCertFile": CA, "clientCertFile": CERT, "clientKeyFile": KEY}
+    # The loader stores "Bearer kc-tok": the driver gets the token itself.
+    assert connection.token == "kc-tok"
+    assert connection.verify_tls
+
+
+def test_a_kubeconfig_that_skips_tls_verification_says_so(tmp_path: Path) -> None:
+    cluster = {"server": "https://127.0.0.1:6443", "insecure-skip-tls-verify": True}
+    kubeconfig = write_kubeconfig(tmp_path, cluster, {"token": "t"})
+    connection = official_connector(environ={})(ApiClientConf(kubeconfig=str(kubeconfig)), "default")
+    connection.api.close()
+    assert not connection.verify_tls and connection.files == {} and connection.token == "t"
+
+
+def write_kubeconfig(directory: Path, cluster: dict[str, Any], user: dict[str, Any]) -> Path:
+    kubeconfig = directory / "kc.yaml"
     kubeconfig.write_text(
         yaml.safe_dump(
             {
@@ -138,8 +154,21 @@ def test_the_official_client_settings_give_the_kubeconfigs_files(tmp_path: Path,
             }
         )
     )
-    settings = build_client_settings(ApiClientConf(kubeconfig=str(kubeconfig)), environ={})
-    files = client_files(settings.configuration)
-    assert files == {"caCertFile": CA, "clientCertFile": CERT, "clientKeyFile": KEY}
-    # The loader stores "Bearer kc-tok": the driver gets the token itself.
-    assert bearer_token(settings.configuration) == "kc-tok"
+    return kubeconfig
+
+
+def test_a_submission_that_skips_tls_verification_has_its_driver_skip_it_too() -> None:
+    p = plan_cluster(
+        submission(), "pyk8s://" + LOOPBACK, api_url=LOOPBACK, environ={}, submission_verifies_tls=False
+    )
+    assert p.properties["spark.kubernetes.trust.certificates"] == "true"
+    assert "spark.kubernetes.trust.certificates" not in loopback_plan(submission(), {}).properties
+    chosen = submission("--conf", "spark.kubernetes.trust.certificates=false")
+    kept = plan_cluster(
+        chosen, "pyk8s://" + LOOPBACK, api_url=LOOPBACK, environ={}, submission_verifies_tls=False
+    )
+    assert kept.properties["spark.kubernetes.trust.certificates"] == "false"  # the user's own choice
+    elsewhere = plan_cluster(
+        submission(), IN_CLUSTER_MASTER, api_url=LOOPBACK, environ={}, submission_verifies_tls=False
+    )
+    assert "spark.kubernetes.trust.certificates" not in elsewhere.properties
