@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
@@ -55,6 +56,11 @@ class Connection:
     # The bearer token the client sends, whatever gave it (a kubeconfig, a --conf, a local cluster):
     # a cluster-mode driver on the same loopback server needs it too.
     token: str | None = attrs.field(default=None, repr=False)
+    # The contents of the CA, client certificate and key files the client uses, keyed by the suffix of
+    # the property that would name them (caCertFile, clientCertFile, clientKeyFile), whatever gave them
+    # (a kubeconfig's certificate-authority-data, a --conf): such a driver needs them too.
+    files: Mapping[str, bytes] = attrs.field(factory=dict, repr=False)
+    verify_tls: bool = True  # False: the server's certificate is not checked (insecure-skip-tls-verify)
 
 
 Connector = Callable[[ApiClientConf, str], Connection]
@@ -98,10 +104,50 @@ def official_connector(
             )
         except ConfigError as error:
             raise UsageError(str(error)) from None
-        token = (getattr(settings.configuration, "api_key", None) or {}).get("BearerToken")
-        return Connection(api, ApiEndpoint(settings.host, settings.source), token=token or None)
+        endpoint = ApiEndpoint(settings.host, settings.source)
+        configuration = settings.configuration
+        return Connection(
+            api,
+            endpoint,
+            token=bearer_token(configuration),
+            files=client_files(configuration),
+            verify_tls=bool(getattr(configuration, "verify_ssl", True)),
+        )
 
     return connect
+
+
+def bearer_token(configuration: Any) -> str | None:
+    """The bearer token an official client configuration sends, without the scheme (a kubeconfig's
+    loader stores ``"Bearer TOKEN"`` with no prefix; a token property, ``TOKEN`` with prefix ``Bearer``)."""
+    refresh = getattr(configuration, "refresh_api_key_hook", None)
+    if refresh is not None:  # a token file: read now
+        refresh(configuration)
+    value = str((getattr(configuration, "api_key", None) or {}).get("BearerToken") or "")
+    prefix = (getattr(configuration, "api_key_prefix", None) or {}).get("BearerToken")
+    if not prefix and value[:7].lower() == "bearer ":
+        value = value[7:]
+    return value.strip() or None
+
+
+def client_files(configuration: Any) -> dict[str, bytes]:
+    """The contents of the CA, client certificate and key files of an official client configuration
+    (the client writes a kubeconfig's ``*-data`` into temporary files, deleted when this process ends)."""
+    files: dict[str, bytes] = {}
+    for suffix, attribute in (
+        ("caCertFile", "ssl_ca_cert"),
+        ("clientCertFile", "cert_file"),
+        ("clientKeyFile", "key_file"),
+    ):
+        path = getattr(configuration, attribute, None)
+        if not path:
+            continue
+        try:
+            with open(path, "rb") as handle:
+                files[suffix] = handle.read()
+        except OSError as error:  # the client has just read it; say so if it is gone now
+            log.debug("cannot read %s %s: %s", attribute, path, error)
+    return files
 
 
 official_connection: Connector = official_connector()

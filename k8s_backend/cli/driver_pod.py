@@ -129,17 +129,21 @@ def driver_args(
     *,
     use_pod_ip: bool,
     token_file_key: str | None = None,
+    file_keys: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The container's arguments: ``k8s-backend submit --deploy-mode client`` on the shipped files.
 
     ``$(SPARK_DRIVER_BIND_ADDRESS)`` is expanded by the kubelet to the pod's IP, and
-    ``$(K8S_BACKEND_API_TOKEN_FILE)`` (with ``token_file_key``) to the mounted token file's path.
+    ``$(K8S_BACKEND_API_TOKEN_FILE)`` (with ``token_file_key``) to the mounted token file's path, and
+    each variable of ``file_keys`` (property key -> variable) to its mounted credential file's path.
     """
     args = [*command, "submit", "--deploy-mode", "client"]
     args += ["--properties-file", f"{SPARK_CONF_DIR_INTERNAL}/{SPARK_CONF_FILE_NAME}"]
     args += ["--conf", "spark.driver.bindAddress=$(SPARK_DRIVER_BIND_ADDRESS)"]
     if token_file_key:
         args += ["--conf", f"{token_file_key}=$({driver_token.TOKEN_FILE_ENV})"]
+    for key, variable in (file_keys or {}).items():
+        args += ["--conf", f"{key}=$({variable})"]
     if use_pod_ip:  # executors reach the driver at its pod IP (Spark 4.3's default)
         args += ["--conf", "spark.driver.host=$(SPARK_DRIVER_BIND_ADDRESS)"]
     if files.py_files:
@@ -199,10 +203,12 @@ def build_driver_pod(
     data: Mapping[str, str],
     token_secret: str | None = None,
     secret_conf_secret: str | None = None,
+    mounted: Sequence[str] = (driver_token.TOKEN_KEY,),
 ) -> Obj:
     """The driver pod: the template (if any), then Spark's settings on top; ``token_secret`` names the
-    Secret holding the driver's API token, mounted read-only, ``secret_conf_secret`` the one holding its
-    secret properties (see :mod:`k8s_backend.cli.driver_token`)."""
+    Secret holding the driver's API token and credential files (its items ``mounted``), mounted
+    read-only, ``secret_conf_secret`` the one holding its secret properties (see
+    :mod:`k8s_backend.cli.driver_token`)."""
     pod, container, index = _template(properties)
     meta = section(pod, "metadata")
     meta["name"] = names.pod
@@ -251,7 +257,7 @@ def build_driver_pod(
     security["allowPrivilegeEscalation"] = _allow_privilege_escalation(properties)
     env = _env(properties, names.app_id)
     if token_secret:
-        env.append({"name": driver_token.TOKEN_FILE_ENV, "value": driver_token.TOKEN_FILE})
+        env += driver_token.mounted_env(mounted)
     if secret_conf_secret:
         env.append(driver_token.secret_conf_env(secret_conf_secret))
     upsert_named(container, "env", env)
@@ -281,7 +287,7 @@ def build_driver_pod(
         )
     if token_secret:
         mounts.append(driver_token.volume_mount())
-        volumes.append(driver_token.volume(token_secret))
+        volumes.append(driver_token.volume(token_secret, mounted))
     add_volume_mounts(container, mounts)
     add_volumes(pod, volumes)
     containers = list(spec.get("containers") or [])

@@ -6,7 +6,9 @@ A ConfigMap is readable by anyone who may read ConfigMaps, so no secret goes int
 - the API token (one given for the driver, or the submission's own when the driver reuses the
   submission's loopback server) is mounted read-only into the driver container from the Secret, and
   the driver's properties name the mounted file instead (``<family>oauthTokenFile``), as Spark's
-  DriverKubernetesCredentialsFeatureStep does;
+  DriverKubernetesCredentialsFeatureStep does; so are the CA, client certificate and key such a
+  driver needs when the submission's client got them from a kubeconfig (the driver's properties name
+  the mounted files, ``spark.kubernetes.authenticate.caCertFile`` and so on);
 - every other property whose key ``spark.redaction.regex`` marks as secret (such as
   ``spark.authenticate.secret`` or ``spark.hadoop.fs.s3a.secret.key``; Spark ships these in its
   ConfigMap) travels as a properties text in the Secret, which the driver container reads through a
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from k8s_backend.conf.keys_driver import AUTH_PREFIXES
 from k8s_backend.conf.model import DEFAULT_REDACTION_REGEX
@@ -100,9 +102,16 @@ def build_secret(
     *,
     token: str | None,
     secret_conf: str | None,
+    files: Mapping[str, bytes] | None = None,
 ) -> Obj:
-    """The Secret holding the driver's token and secret properties, owned by the driver pod."""
-    data = {key: value for key, value in ((TOKEN_KEY, token), (SECRET_CONF_KEY, secret_conf)) if value}
+    """The Secret holding the driver's token, secret properties and credential ``files`` (item name ->
+    content), owned by the driver pod."""
+    data = {
+        key: value.encode()
+        for key, value in ((TOKEN_KEY, token), (SECRET_CONF_KEY, secret_conf))
+        if value
+    }
+    data.update(files or {})
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -114,16 +123,16 @@ def build_secret(
         },
         "type": "Opaque",
         "immutable": True,
-        "data": {key: base64.b64encode(value.encode()).decode("ascii") for key, value in data.items()},
+        "data": {key: base64.b64encode(value).decode("ascii") for key, value in data.items()},
     }
 
 
-def volume(secret: str) -> Obj:
-    """The pod volume projecting the token from the Secret (Kubernetes' default file mode: the image's
-    user, not root, must be able to read it)."""
+def volume(secret: str, keys: Sequence[str] = (TOKEN_KEY,)) -> Obj:
+    """The pod volume projecting the token and credential files ``keys`` from the Secret (Kubernetes'
+    default file mode: the image's user, not root, must be able to read them)."""
     return {
         "name": TOKEN_VOLUME,
-        "secret": {"secretName": secret, "items": [{"key": TOKEN_KEY, "path": TOKEN_KEY}]},
+        "secret": {"secretName": secret, "items": [{"key": key, "path": key} for key in keys]},
     }
 
 
@@ -137,21 +146,80 @@ def volume_mount() -> Obj:
 
 
 _CLIENT = "spark.kubernetes.authenticate."
+_FILE_SUFFIXES = ("caCertFile", "clientCertFile", "clientKeyFile")
+
+# The files a driver on the submission's loopback server may need besides its token: the property
+# suffix naming each, its key in the Secret (and file name under TOKEN_MOUNT_DIR), and the variable
+# holding its path in the container.
+CREDENTIAL_FILES: dict[str, tuple[str, str]] = {
+    "caCertFile": ("ca.crt", "K8S_BACKEND_API_CA_FILE"),
+    "clientCertFile": ("client.crt", "K8S_BACKEND_API_CLIENT_CERT_FILE"),
+    "clientKeyFile": ("client.key", "K8S_BACKEND_API_CLIENT_KEY_FILE"),
+}
+TOKEN_FILE_KEY_ENV = (TOKEN_KEY, TOKEN_FILE_ENV)
+TRUST_KEY = "spark.kubernetes.trust.certificates"
 
 
-def loopback_credentials(properties: Mapping[str, str], submission_token: str | None) -> dict[str, str]:
-    """What a driver reusing the submission's loopback server needs to reach it: the submission's
-    token (or token file) and CA, as the driver's own (client-mode) credentials; nothing when the user
-    gave the driver credentials of its own."""
-    if _has_client_credentials(properties):
-        return {}
-    reused = {"oauthToken": submission_token} if submission_token else {}
+def loopback_credentials(
+    properties: Mapping[str, str],
+    submission_token: str | None,
+    files: Mapping[str, bytes] | None = None,
+    *,
+    verify_tls: bool = True,
+) -> tuple[dict[str, str], dict[str, bytes]]:
+    """What a driver reusing the submission's loopback server needs to reach it, as the driver's own
+    (client-mode) credentials: ``(properties, contents)``, nothing when the user gave the driver
+    credentials of its own.
+
+    The token travels as before (a token file by path, a token value through the Secret). A CA, client
+    certificate or key given as a property is passed by path (the driver runs on this machine); one the
+    submission's client got elsewhere (a kubeconfig's ``certificate-authority[-data]``,
+    ``client-certificate[-data]``, ``client-key[-data]``: ``files``, keyed by property suffix) has its
+    content returned, to be shipped in the driver's Secret (see :func:`mount_files`). A submission
+    that does not check the server's certificate (``verify_tls`` false: a kubeconfig's
+    ``insecure-skip-tls-verify``) has its driver not check it either.
+    """
     out: dict[str, str] = {}
-    for suffix in ("oauthToken", "oauthTokenFile", "caCertFile"):  # the CA of a loopback https server
+    if not verify_tls and TRUST_KEY not in properties:
+        out[TRUST_KEY] = "true"
+    if _has_client_credentials(properties):
+        return out, {}
+    reused = {"oauthToken": submission_token} if submission_token else {}
+    for suffix in ("oauthToken", "oauthTokenFile", *_FILE_SUFFIXES):
         value = properties.get(_SUBMISSION + suffix) or properties.get(_CLIENT + suffix) or reused.get(suffix)
         if value:
             out[_CLIENT + suffix] = value
-    return out
+    contents = {
+        suffix: content
+        for suffix, content in (files or {}).items()
+        if suffix in CREDENTIAL_FILES and content and _CLIENT + suffix not in out
+    }
+    if "clientKeyFile" in contents and "clientCertFile" not in out and "clientCertFile" not in contents:
+        del contents["clientKeyFile"]  # a key alone is no credential
+    return out, contents
+
+
+def mount_files(properties: dict[str, str], contents: Mapping[str, bytes]) -> dict[str, str]:
+    """Point the driver's client-mode credential keys at the files of ``contents`` mounted from the
+    Secret; returns property key -> the variable holding the mounted file's path (the driver's
+    arguments name ``$(VAR)`` so that a kubelet on this host substitutes its local path)."""
+    variables: dict[str, str] = {}
+    for suffix in contents:
+        key, variable = CREDENTIAL_FILES[suffix]
+        properties[_CLIENT + suffix] = f"{TOKEN_MOUNT_DIR}/{key}"
+        variables[_CLIENT + suffix] = variable
+    return variables
+
+
+def secret_files(contents: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The Secret's items for ``contents`` (property suffix -> content): file name -> content."""
+    return {CREDENTIAL_FILES[suffix][0]: content for suffix, content in contents.items()}
+
+
+def mounted_env(keys: Sequence[str]) -> list[Obj]:
+    """The variables naming the mounted files of the Secret items ``keys``."""
+    variables = dict([TOKEN_FILE_KEY_ENV, *CREDENTIAL_FILES.values()])
+    return [{"name": variables[key], "value": f"{TOKEN_MOUNT_DIR}/{key}"} for key in keys]
 
 
 def _has_client_credentials(props: Mapping[str, str]) -> bool:

@@ -21,6 +21,8 @@ from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube import masters
 from k8s_backend.kube.masters import MASTER_KEY, MasterKind
+from k8s_backend.local.images import default_spark_image
+from k8s_backend.pods.template import read_template_file
 
 if TYPE_CHECKING:
     from k8s_backend.cli.uploads import UploadPlan
@@ -36,6 +38,20 @@ SUBMISSION_KEYS = (
     "spark.kubernetes.driver.limit.cores",
 )
 JVM_SUFFIXES = (".jar", ".r", ".R")
+ARCHIVES_KEY = "spark.archives"
+# The local files each flag names, checked before anything starts (--packages is Ivy's to resolve).
+DEPENDENCY_FLAGS = (
+    ("--py-files", "spark.submit.pyFiles"),
+    ("--files", "spark.files"),
+    ("--archives", ARCHIVES_KEY),
+    ("--jars", "spark.jars"),
+)
+# The pod templates this machine reads: the driver's when it creates the driver pod (cluster mode), the
+# executors' when its driver creates them (client mode; a cluster-mode driver reads its own in its pod).
+POD_TEMPLATE_KEYS = {
+    "cluster": "spark.kubernetes.driver.podTemplateFile",
+    "client": "spark.kubernetes.executor.podTemplateFile",
+}
 DEFAULT_DRIVER_COMMAND = ("k8s-backend",)
 
 
@@ -119,9 +135,11 @@ def build_submission(args: SubmitArgs, environ: Mapping[str, str]) -> Submission
     deploy_mode = properties["spark.submit.deployMode"]
     check_submission_keys(properties)
     check_app_file(args.app, deploy_mode)
-    for flag, key in (("--py-files", "spark.submit.pyFiles"), ("--files", "spark.files")):
+    for flag, key in DEPENDENCY_FLAGS:
         for entry in split_list(properties.get(key, "")):
-            check_dependency(flag, entry, deploy_mode)
+            # An archive's "#alias" names the directory it unpacks into, not part of the file's path.
+            check_dependency(flag, entry.split("#", 1)[0] if key == ARCHIVES_KEY else entry, deploy_mode)
+    check_pod_templates(properties, deploy_mode)
     if deploy_mode == "cluster" and not properties.get(UPLOAD_PATH_KEY, "").strip():
         check_cluster_jvm_files(properties)
     if kind is not MasterKind.LOCAL:
@@ -196,6 +214,21 @@ def check_dependency(what: str, uri: str, deploy_mode: str) -> None:
         raise UsageError(f"{what} {uri}: not a regular file")
 
 
+def check_pod_templates(properties: Mapping[str, str], deploy_mode: str) -> None:
+    """The pod template read on this machine must be a readable Pod: checked now, in one line, rather
+    than when the driver builds its first pod."""
+    key = POD_TEMPLATE_KEYS.get(deploy_mode, "")
+    path = properties.get(key, "").strip()
+    if not path:
+        return
+    try:
+        read_template_file(path, key=key)
+    except ConfigError as error:
+        raise UsageError(
+            f"{error}; point {key} to a Pod template (YAML or JSON) on this machine, or leave it unset"
+        ) from None
+
+
 def check_cluster_jvm_files(properties: Mapping[str, str]) -> None:
     """Without an upload path, local ``--jars``/``--archives`` would be missing in the pods."""
     for flag, key in (("--jars", "spark.jars"), ("--archives", "spark.archives")):
@@ -215,7 +248,7 @@ def require_images(conf: KubernetesConf, properties: Mapping[str, str], deploy_m
         raise UsageError(
             "no executor image: set spark.kubernetes.container.image (or "
             "spark.kubernetes.executor.container.image) to an image with Spark and Python, e.g. "
-            "--conf spark.kubernetes.container.image=apache/spark:4.0.0-python3"
+            f"--conf spark.kubernetes.container.image={default_spark_image()}"
         )
     if deploy_mode == "cluster" and not driver_image(properties):
         raise UsageError(

@@ -113,7 +113,9 @@ def submit_command(argv: Sequence[str], deps: Dependencies) -> int:
     if sub.verbose:
         print_verbose(args, sub, deps)
     if sub.deploy_mode == "cluster":
-        return run_cluster(sub, deps.console, connect=deps.connect, local_cluster=deps.local_cluster)
+        return run_cluster(
+            sub, deps.console, connect=deps.connect, local_cluster=deps.local_cluster, environ=deps.environ
+        )
     return run_client(
         sub, deps.console, runtime=deps.runtime, connect=deps.connect, verbose=sub.verbose
     )

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import attrs
 
@@ -36,12 +35,13 @@ from k8s_backend.cli.cluster_api import (
 )
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.driver_log import FileLogSource, LogFollower, LogSource, api_log_source
+from k8s_backend.cli.driver_reach import LOOPBACK_HOSTS, driver_master, submission_files
 from k8s_backend.cli.errors import ApiEndpoint, CliError, UsageError, explain_api_error
 from k8s_backend.cli.hints import manage_command
 from k8s_backend.cli.status_watch import DriverStatus, wait_for_driver
 from k8s_backend.cli.submission import Submission, to_kubernetes_conf
 from k8s_backend.conf.model import redacted
-from k8s_backend.kube.masters import IN_CLUSTER_MASTER, MasterKind, pyk8s_url, strip_scheme
+from k8s_backend.kube.masters import MasterKind, pyk8s_url
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS, SERVICES, ApiError, NotFoundError, Obj, Resource
 from k8s_backend.pods.config_map import default_conf_dir, java_properties
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
@@ -49,7 +49,6 @@ from k8s_backend.pods.names import unique_id as new_unique_id
 
 log = logging.getLogger(__name__)
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 NEEDS = (
     Permission("create", PODS),
     Permission("create", SERVICES),
@@ -72,13 +71,15 @@ class ClusterPlan:
     binary: dict[str, str]
     token: str | None = attrs.field(default=None, repr=False)  # the driver's, for its Secret
     secret_conf: str | None = attrs.field(default=None, repr=False)  # secret properties, for its Secret
+    # Credential files (Secret item name -> content: a kubeconfig's CA, client certificate and key).
+    files: dict[str, bytes] = attrs.field(factory=dict, repr=False)
 
     def service(self, created_pod: Obj) -> Obj:
         return driver_pod.build_service(self.properties, self.names, created_pod)
 
     def secret(self, created_pod: Obj) -> Obj | None:
         """The Secret holding the driver's API token and secret properties, or None when it needs none."""
-        if self.token is None and self.secret_conf is None:
+        if not self._needs_secret:
             return None
         names = self.names
         labels = driver_pod.app_labels(names.app_id)
@@ -89,39 +90,20 @@ class ClusterPlan:
             created_pod,
             token=self.token,
             secret_conf=self.secret_conf,
+            files=self.files,
         )
+
+    @property
+    def _needs_secret(self) -> bool:
+        return self.token is not None or self.secret_conf is not None or bool(self.files)
 
     @property
     def needs(self) -> tuple[Permission, ...]:
         """The permissions creating this plan takes."""
-        needs_secret = self.token is not None or self.secret_conf is not None
-        return (*NEEDS, Permission("create", SECRETS)) if needs_secret else NEEDS
+        return (*NEEDS, Permission("create", SECRETS)) if self._needs_secret else NEEDS
 
     def config_map(self, created_pod: Obj) -> Obj:
         return driver_pod.build_config_map(self.names, created_pod, self.data, self.binary)
-
-
-def driver_master(
-    sub: Submission, api_url: str, local_url: str | None = None, *, local_https: bool = False
-) -> str:
-    """The master the driver inside the pod uses.
-
-    ``spark.kubernetes.driver.master`` if set; the local cluster's URL for ``pyk8s://local``; the same
-    URL when the API server is a plain-http loopback address, or a ``k8s-backend local`` cluster's https
-    one (``local_https``; its "pods" run on this machine); else the in-cluster service, as Spark does.
-    """
-    explicit = sub.properties.get("spark.kubernetes.driver.master")
-    if explicit:
-        return pyk8s_url(strip_scheme(explicit.strip()))
-    if local_url:
-        return pyk8s_url(local_url)
-    parts = urlsplit(api_url)
-    # A loopback server that runs "pods" on this machine: plain http (a real API server never serves it),
-    # or a k8s-backend local cluster's https (a kind cluster on 127.0.0.1 must get the in-cluster URL).
-    local_server = parts.scheme == "http" or (parts.scheme == "https" and local_https)
-    if local_server and parts.hostname in LOOPBACK_HOSTS:
-        return pyk8s_url(api_url)
-    return IN_CLUSTER_MASTER
 
 
 def plan_names(
@@ -159,22 +141,31 @@ def plan_cluster(
     names: driver_pod.DriverNames | None = None,
     environ: dict[str, str] | None = None,
     submission_token: str | None = None,
+    submission_files: dict[str, bytes] | None = None,
+    submission_verifies_tls: bool = True,
 ) -> ClusterPlan:
     """Build the driver pod, the driver's properties and the ConfigMap content; usage errors for any
     bad value (nothing has been created yet).
 
     ``submission_token`` is the token the submission uses when it is not in the properties (a
-    ``pyk8s://local`` cluster's); a driver on the same loopback server reuses it.
+    kubeconfig's, a ``pyk8s://local`` cluster's), ``submission_files`` the contents of the CA, client
+    certificate and key its client uses (keyed by property suffix, ``caCertFile``...); a driver on the
+    same loopback server reuses them (and does not check the server's certificate either unless
+    ``submission_verifies_tls``).
     """
     names = names or plan_names(sub)
     props = sub.properties
-    files = driver_files.plan_submission_files(sub)  # shipped in the ConfigMap, unless uploaded
+    app_files = driver_files.plan_submission_files(sub)  # shipped in the ConfigMap, unless uploaded
     ports = driver_sizing.driver_ports(props)
     properties = {
         k: v for k, v in props.items() if not k.startswith(SUBMISSION_AUTH) and k not in _PASSED_AS_ARGS
     }
+    shipped: dict[str, bytes] = {}
     if master == pyk8s_url(api_url):
-        properties.update(driver_token.loopback_credentials(props, submission_token))
+        borrowed, shipped = driver_token.loopback_credentials(
+            props, submission_token, submission_files, verify_tls=submission_verifies_tls
+        )
+        properties.update(borrowed)
     if local_image:
         properties.setdefault("spark.kubernetes.container.image", local_image)
     prefix = names.pod.removesuffix("-driver")
@@ -198,35 +189,41 @@ def plan_cluster(
     conf = to_kubernetes_conf(properties)  # the driver will read these: check them now
     executor_preview.check_executors(conf, app_id=names.app_id)  # and build an executor pod as it will
     token, token_file_key = driver_token.move_token_to_file(properties)
+    file_keys = driver_token.mount_files(properties, shipped)
+    files = driver_token.secret_files(shipped)
     image = driver_pod.driver_image(properties)
     plain, secret = driver_token.split_secret_properties(properties)
     secret_conf = java_properties(secret, "Secret Spark properties of the driver") if secret else None
     data, binary = driver_files.config_map_content(
         plain,
-        files,
+        app_files,
         conf_dir=default_conf_dir(conf, environ),
         max_size=conf.executor.config_map_max_size,
         name=names.config_map,
     )
     args = driver_pod.driver_args(
         sub.driver_command,
-        files,
+        app_files,
         sub.app_args,
         use_pod_ip=conf.executor.use_driver_pod_ip,
         token_file_key=token_file_key,
+        file_keys=file_keys,
     )
+    mounted = [driver_token.TOKEN_KEY] if token is not None else []
+    mounted += list(files)
     pod = driver_pod.build_driver_pod(
         properties,
         names,
         app_name=sub.app_name,
         image=image,
         args=args,
-        files=files,
+        files=app_files,
         data=data,
-        token_secret=names.token_secret if token is not None else None,
+        token_secret=names.token_secret if mounted else None,
         secret_conf_secret=names.token_secret if secret_conf is not None else None,
+        mounted=mounted,
     )
-    return ClusterPlan(names, pod, properties, data, binary, token, secret_conf)
+    return ClusterPlan(names, pod, properties, data, binary, token, secret_conf, files)
 
 
 # Not in the driver's properties: passed as arguments, or how this machine reaches the cluster (a local
@@ -300,8 +297,10 @@ def run_cluster(
     *,
     connect: Connector = official_connection,
     local_cluster: LocalClusterFactory | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> int:
-    """Submit in cluster mode; the exit code is the driver's when waiting, else 0."""
+    """Submit in cluster mode; the exit code is the driver's when waiting, else 0 (``environ``: where
+    the printed commands save an inline token, see :mod:`k8s_backend.cli.hints`)."""
     with _connection(sub, connect, local_cluster) as (connection, cluster):
         local_url = cluster.url if cluster is not None else None
         local_https = is_local_cluster(connection, LOOPBACK_HOSTS)
@@ -313,6 +312,8 @@ def run_cluster(
             api_url=connection.endpoint.url,
             local_image=local_image,
             submission_token=getattr(cluster, "token", None) if cluster is not None else connection.token,
+            submission_files=submission_files(connection, cluster),
+            submission_verifies_tls=connection.verify_tls,
         )
         preflight(connection, sub.namespace, plan.needs)
         with uploads.uploaded(sub, console):  # spark.kubernetes.file.upload.path; deleted if creation fails
@@ -325,15 +326,22 @@ def run_cluster(
         if not sub.wait:
             console.info(
                 "Deployed; not waiting (spark.kubernetes.submission.waitAppCompletion=false). Follow it with "
-                f"`{manage_command(sub, 'status', names.submission_id)}`, stop it with "
-                f"`{manage_command(sub, 'kill', names.submission_id)}`"
+                f"`{manage_command(sub, 'status', names.submission_id, environ)}`, stop it with "
+                f"`{manage_command(sub, 'kill', names.submission_id, environ)}`"
             )
             return uploads.finished(sub, console, 0, ended=False)
-        code = _wait(sub, connection, plan, console, cluster)
+        code = _wait(sub, connection, plan, console, cluster, environ)
         return uploads.finished(sub, console, code, ended=code != 130 or cluster is not None)
 
 
-def _wait(sub: Submission, connection: Connection, plan: ClusterPlan, console: Console, cluster: Any) -> int:
+def _wait(
+    sub: Submission,
+    connection: Connection,
+    plan: ClusterPlan,
+    console: Console,
+    cluster: Any,
+    environ: Mapping[str, str] | None,
+) -> int:
     names = plan.names
     status = DriverStatus(names.pod, names.namespace, console.info)
     follower = follower_for(connection, plan, console, cluster) if sub.follow_log else None
@@ -345,8 +353,8 @@ def _wait(sub: Submission, connection: Connection, plan: ClusterPlan, console: C
         if cluster is None:
             console.info(
                 "Stopped watching; the application keeps running "
-                f"(`{manage_command(sub, 'status', names.submission_id)}`, "
-                f"`{manage_command(sub, 'kill', names.submission_id)}`)"
+                f"(`{manage_command(sub, 'status', names.submission_id, environ)}`, "
+                f"`{manage_command(sub, 'kill', names.submission_id, environ)}`)"
             )
         return 130
     except ApiError as error:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,9 @@ from k8s_backend.testing.fake import FakeKubernetes
 APPS = Path(__file__).resolve().parent / "apps"
 ENDPOINT = ApiEndpoint("https://k8s.test:6443", "spark.master https://k8s.test:6443")
 IMAGE = "spark.kubernetes.container.image=spark:test"
+# Where commands run here save what they would save in ~/.cache/k8s_backend (inline tokens of the
+# printed commands): never the user's own cache.
+TEST_CACHE = Path(tempfile.gettempdir()) / f"k8s-backend-cli-tests-{os.getuid()}"
 
 
 class Wrapped:
@@ -93,7 +98,7 @@ def cli(
     out, err = io.StringIO(), io.StringIO()
     dependencies = Dependencies(
         console=Console(out, err),
-        environ=dict(environ or {}),
+        environ={"K8S_BACKEND_CACHE_DIR": str(TEST_CACHE), **(environ or {})},
         connect=deps.pop("connect", None) or connector(api if api is not None else FakeKubernetes()),
         sleep=deps.pop("sleep", lambda _: None),
         **deps,

@@ -4,6 +4,9 @@ in-cluster URL, as a real driver pod needs."""
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,7 +23,10 @@ from k8s_backend.cli.submit_args import parse_submit_args
 from k8s_backend.cli.submit_cluster import LOOPBACK_HOSTS, driver_master
 from k8s_backend.kube.masters import IN_CLUSTER_MASTER
 from k8s_backend.local import LocalCluster
+from k8s_backend.local.images import default_spark_image
 from k8s_backend.testing.fake import FakeKubernetes
+
+IMAGE_KEY = "spark.kubernetes.container.image"
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +72,52 @@ def test_cluster_mode_runs_on_a_local_https_cluster(cluster: LocalCluster, tmp_p
     )
     assert done.returncode == 0, done.stderr[-5000:]
     assert "Pi is roughly 3.1" in done.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(900)
+def test_cluster_mode_with_only_the_kubeconfig_and_the_printed_status_command(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """The kubeconfig `k8s-backend local` writes (token and CA data inside) is all the user gives; the
+    submission does not wait, so the driver outlives it (and the client's temporary CA file): the driver
+    reaches the https server with the token and CA forwarded in its Secret, and the printed status
+    command, run verbatim from elsewhere, shows it succeeded."""
+    script = shutil.which("k8s-backend")
+    command = [script] if script else [sys.executable, "-m", "k8s_backend.cli.main"]
+    shutil.copy(cluster.kubeconfig, tmp_path / "kc.yaml")
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    argv = [*command, "submit", "--kubeconfig", "kc.yaml", "--master", "pyk8s://" + cluster.url]
+    argv += ["--deploy-mode", "cluster", "--conf", f"{IMAGE_KEY}={default_spark_image()}"]
+    for setting in (
+        "spark.executor.instances=1",
+        "spark.executor.memory=512m",
+        "spark.ui.enabled=false",
+        "spark.kubernetes.submission.waitAppCompletion=false",
+    ):
+        argv += ["--conf", setting]
+    done = subprocess.run(
+        [*argv, str(APPS / "pi.py"), "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    status, _ = [shlex.split(c) for c in re.findall(r"`(k8s-backend [^`]+)`", done.stderr)]
+    namespace, driver = status[-1].split(":")
+    assert cluster.wait_until(lambda: cluster.pod_phase(driver, namespace) in ("Succeeded", "Failed"), 600)
+    log_path = cluster.kubelet.log_path(namespace, driver, "spark-kubernetes-driver")
+    log = log_path.read_text() if log_path is not None else ""
+    assert "CERTIFICATE_VERIFY_FAILED" not in log and "Unauthorized" not in log, log[-5000:]
+    assert "Pi is roughly 3.1" in log, log[-5000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    verbatim = [*command, *status[1:]]
+    shown = subprocess.run(
+        verbatim, capture_output=True, text=True, timeout=120, check=False, cwd=elsewhere, env=env
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "driver:         Succeeded" in shown.stdout, shown.stdout

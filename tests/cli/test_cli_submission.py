@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from k8s_backend.cli.errors import UsageError
 from k8s_backend.cli.submission import Submission, build_submission, normalize_master
 from k8s_backend.cli.submit_args import parse_submit_args
 from k8s_backend.kube.masters import MasterKind
+from k8s_backend.local.images import default_spark_image
 
 IMAGE = "--conf=spark.kubernetes.container.image=spark:test"
 
@@ -119,8 +121,11 @@ def test_invalid_values_name_the_key(app: Path, extra: list[str], message: str) 
 
 
 def test_images_are_required_except_on_the_local_cluster(app: Path) -> None:
-    with pytest.raises(UsageError, match="no executor image: set spark.kubernetes.container.image"):
+    with pytest.raises(UsageError, match="no executor image: set spark.kubernetes.container.image") as caught:
         build(["--master", "pyk8s://", str(app)])
+    # The example image is the installed pyspark's version, as `k8s-backend local` uses.
+    assert str(caught.value).endswith(f"--conf spark.kubernetes.container.image={default_spark_image()}")
+    assert default_spark_image() == f"apache/spark:{metadata.version('pyspark')}"
     executor_only = "--conf=spark.kubernetes.executor.container.image=spark:exec"
     with pytest.raises(UsageError, match="no driver image"):
         build(["--master", "pyk8s://", "--deploy-mode", "cluster", executor_only, str(app)])
@@ -154,14 +159,83 @@ def test_driver_command_is_split_like_a_shell(app: Path) -> None:
         build(["--master", "pyk8s://local", "--driver-command", " ", str(app)])
 
 
-def test_local_jars_and_archives_are_refused_in_cluster_mode(app: Path) -> None:
+def test_local_jars_and_archives_are_refused_in_cluster_mode(app: Path, tmp_path: Path) -> None:
+    jar, env = tmp_path / "x.jar", tmp_path / "env.tgz"
+    jar.write_bytes(b"PK")
+    env.write_bytes(b"\x1f\x8b")
     base = ["--master", "pyk8s://local", "--deploy-mode", "cluster"]
-    with pytest.raises(
-        UsageError, match="--jars /tmp/x.jar: in cluster mode, jars and archives are not shipped"
-    ):
-        build([*base, "--jars", "/tmp/x.jar", str(app)])
-    with pytest.raises(UsageError, match="--archives env.tgz#env"):
-        build([*base, "--archives", "env.tgz#env", str(app)])
+    with pytest.raises(UsageError, match=f"--jars {jar}: in cluster mode, jars and archives are not shipped"):
+        build([*base, "--jars", str(jar), str(app)])
+    with pytest.raises(UsageError, match=f"--archives {env}#env"):
+        build([*base, "--archives", f"{env}#env", str(app)])
     ok = build([*base, "--jars", "local:///opt/x.jar,https://repo/y.jar", str(app)])
     assert ok.properties["spark.jars"] == "local:///opt/x.jar,https://repo/y.jar"
-    assert build(["--master", "pyk8s://local", "--jars", "/tmp/x.jar", str(app)]).deploy_mode == "client"
+    assert build(["--master", "pyk8s://local", "--jars", str(jar), str(app)]).deploy_mode == "client"
+
+
+@pytest.mark.parametrize("mode", ["client", "cluster"])
+@pytest.mark.parametrize(
+    ("flag", "entry", "shown"),
+    [
+        ("--archives", "nosuch.tar.gz#env", "--archives nosuch.tar.gz: no such file"),
+        ("--archives", "file:///nowhere/env.zip", "--archives file:///nowhere/env.zip: no such file"),
+        ("--jars", "/nowhere/x.jar", "--jars /nowhere/x.jar: no such file"),
+    ],
+)
+def test_missing_local_archives_and_jars_are_one_usage_error(
+    app: Path, mode: str, flag: str, entry: str, shown: str
+) -> None:
+    with pytest.raises(UsageError) as caught:
+        build(["--master", "pyk8s://local", "--deploy-mode", mode, flag, entry, str(app)])
+    assert str(caught.value) == shown
+
+
+def test_remote_and_image_archives_and_jars_are_not_checked_here(app: Path) -> None:
+    sub = build(
+        [
+            "--master",
+            "pyk8s://local",
+            "--deploy-mode",
+            "cluster",
+            "--archives",
+            "s3a://bucket/env.tar.gz#env,local:///opt/env.zip",
+            "--jars",
+            "hdfs://nn/x.jar",
+            str(app),
+        ]
+    )
+    assert sub.properties["spark.archives"] == "s3a://bucket/env.tar.gz#env,local:///opt/env.zip"
+
+
+@pytest.mark.parametrize(
+    ("mode", "key"),
+    [
+        ("client", "spark.kubernetes.executor.podTemplateFile"),
+        ("cluster", "spark.kubernetes.driver.podTemplateFile"),
+    ],
+)
+def test_a_missing_or_bad_pod_template_is_one_usage_error(
+    app: Path, tmp_path: Path, mode: str, key: str
+) -> None:
+    argv = ["--master", "pyk8s://local", "--deploy-mode", mode]
+    with pytest.raises(UsageError) as caught:
+        build([*argv, "--conf", f"{key}=/nowhere/pod.yaml", str(app)])
+    message = str(caught.value)
+    assert "\n" not in message
+    assert f"{key}='/nowhere/pod.yaml': cannot read it (No such file or directory)" in message
+    fix = f"point {key} to a Pod template (YAML or JSON) on this machine, or leave it unset"
+    assert message.endswith(fix)
+    bad = tmp_path / "pod.yaml"
+    bad.write_text("kind: Service\n")
+    with pytest.raises(UsageError, match="expected kind: Pod, got kind: Service"):
+        build([*argv, "--conf", f"{key}={bad}", str(app)])
+    good = tmp_path / "good.yaml"
+    good.write_text("kind: Pod\nmetadata: {labels: {team: a}}\n")
+    assert build([*argv, "--conf", f"{key}={good}", str(app)]).properties[key] == str(good)
+
+
+def test_the_template_a_cluster_mode_driver_reads_in_its_pod_is_not_checked_here(app: Path) -> None:
+    # The executors' template of a cluster-mode driver may exist only in the driver's image.
+    argv = ["--master", "pyk8s://local", "--deploy-mode", "cluster"]
+    key = "spark.kubernetes.executor.podTemplateFile"
+    assert build([*argv, "--conf", f"{key}=/opt/templates/exec.yaml", str(app)]).properties[key]

@@ -129,7 +129,7 @@ def test_two_files_with_one_name_are_refused_naming_both(work: Path) -> None:
 
 
 def test_a_missing_jar_or_archive_is_named(work: Path) -> None:
-    with pytest.raises(UsageError, match=r"--archives .*/gone.tgz#env: no such file"):
+    with pytest.raises(UsageError, match=r"--archives .*/gone.tgz: no such file"):
         build(cluster_argv(work, "--archives", f"{work}/gone.tgz#env", upload=f"{work}/up"))
     with pytest.raises(UsageError, match=r"--jars .*: not a regular file"):
         build(cluster_argv(work, "--jars", str(work / "up"), upload=f"{work}/up"))
