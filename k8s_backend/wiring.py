@@ -46,6 +46,7 @@ from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 from k8s_backend.start_plan import (
     driver_heartbeat,
+    executor_activity,
     gang_start,
     heartbeat_lease,
     registration_publisher,
@@ -130,6 +131,9 @@ def assemble(
     failures = FailureSink()
     heartbeat = driver_heartbeat(application, api, scheduler, clock, driver)
     parts = _parts(application, runtime, failures, heartbeat)
+    activity = executor_activity(application, parts)
+    if heartbeat is not None:
+        heartbeat.activity = activity
     listeners = [on_application_failed] if on_application_failed is not None else []
     if driver is not None:
         listeners.append(driver.application_failed)
@@ -138,7 +142,11 @@ def assemble(
         scaling=kconf.scaling,
         parts=parts,
         plan=start_plan(
-            application, api, parts, heartbeat, registration_publisher(application, api, clock, driver)
+            application,
+            api,
+            parts,
+            heartbeat,
+            registration_publisher(application, api, clock, driver, activity),
         ),
         failures=failures,
         clock=clock,
