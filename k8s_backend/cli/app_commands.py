@@ -55,7 +55,9 @@ def add_parsers(subparsers: Any) -> None:
     status.add_argument(
         "--timeline",
         metavar="PATH",
-        help="also write the executor timeline as a self-contained HTML file (one ID at a time)",
+        help="also write the executor timeline as a self-contained HTML file (one ID at a time), from what "
+        "the cluster shows: the pods, their Events and what the driver publishes; the page notes what it "
+        "cannot show",
     )
     common_options(status)
     status.set_defaults(handler=status_command)

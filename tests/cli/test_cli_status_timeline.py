@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from k8s_backend.kube.activity import ACTIVITY_ANNOTATION
 from k8s_backend.kube.leases import micro_time
 from k8s_backend.kube.port import EVENTS, LEASES, PODS
 from k8s_backend.report import render_html
+from k8s_backend.report.timeline import COLOURS, MARKER_COLOURS
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.testing.fake import FakeKubernetes
 from k8s_backend.wiring import assemble
@@ -76,7 +79,8 @@ def running(fake: FakeKubernetes, name: str, when: float) -> None:
 
 
 def run_with_a_killed_executor(cluster_mode: bool) -> tuple[FakeKubernetes, ManualClock, Any]:
-    """Two executors run and register; the driver kills executor 1, whose pod goes, and asks for one."""
+    """Two executors run and register; the driver kills executor 1, whose pod goes, and asks for three in
+    all: executor 3 stays Unschedulable."""
     clock = ManualClock(START)
     scheduler = DeterministicScheduler(clock)
     fake = FakeKubernetes(clock=clock, watch_blocking=False)
@@ -111,8 +115,17 @@ def run_with_a_killed_executor(cluster_mode: bool) -> tuple[FakeKubernetes, Manu
     backend.kill_executors(["1"])
     driver.registered.pop("1")
     event(fake, "pi-exec-1", "Killing", clock.now(), f"Stopping container {CONTAINER}", 9)
-    backend.request_total_executors({0: 1})
-    scheduler.advance(10)
+    backend.request_total_executors({0: 3})
+    scheduler.advance(2)
+    unschedulable = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/3 nodes are available: 3 Insufficient memory.",
+        "lastTransitionTime": micro_time(clock.now())[:19] + "Z",
+    }
+    fake.patch_status(PODS, "default", "pi-exec-3", {"phase": "Pending", "conditions": [unschedulable]})
+    scheduler.advance(20)
     assert "pi-exec-1" not in {p["metadata"]["name"] for p in fake.objects(PODS, "default")}
     return fake, clock, backend
 
@@ -139,8 +152,12 @@ def test_the_page_of_a_running_application_shows_what_stop_would(tmp_path: Path,
     assert ">exec 1<" in page and ">exec 1<" in stopped
     assert spans(page, "1") == ["pending", "running", "terminating", "deleted"]
     assert "Killing: Stopping container spark-kubernetes-executor" in page
-    # The target over time (2, then 1) and the kill marker, as the driver published them.
-    for target in ("target 2 at", "target 1 at"):
+    # Executor 3 waits, Unschedulable, the reason on hover.
+    assert spans(page, "3") == ["requested", "pending"]
+    reason = "pending 2027-01-15T08:00:17Z to 2027-01-15T08:00:37Z (Unschedulable: 0/3 nodes are available"
+    assert reason in page
+    # The target over time (2, then 3) and the kill marker, as the driver published them.
+    for target in ("target 2 at", "target 3 at"):
         assert target in page and target in stopped
     assert 'class="marker kill"' in page and "the driver killed executors 1" in page
     # What the cluster cannot tell is said on the page.
@@ -176,3 +193,49 @@ def test_what_the_driver_does_not_publish_is_said_not_known(tmp_path: Path) -> N
     assert 'class="target"' not in page and 'class="marker' not in page
     # The pod name prefix comes from the pods still there: executor 1's Events still give its row.
     assert "(here: 1, 2)" in page and ACTIVITY_ANNOTATION not in page
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_the_page_in_a_real_browser_shows_registered_pending_target_kill_and_the_deleted_row(
+    tmp_path: Path,
+) -> None:
+    from PIL import Image
+
+    fake, clock, backend = run_with_a_killed_executor(cluster_mode=True)
+    path = tmp_path / "status.html"
+    assert cli(["status", *M, "pi-driver", "--timeline", str(path)], fake, wall_clock=clock.now).code == 0
+    backend.stop()
+    shot = tmp_path / "status.png"
+    assert CHROMIUM is not None
+    argv = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1300,700",
+        "--hide-scrollbars",
+        f"--screenshot={shot}",
+        path.as_uri(),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0 and shot.exists(), done.stderr[-3000:]
+    image = Image.open(shot).convert("RGB")
+    counts = {pixel: count for count, pixel in image.getcolors(maxcolors=image.width * image.height) or []}
+
+    def area(colour: str) -> int:
+        return counts.get((int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)), 0)
+
+    assert area(COLOURS["registered"]) > 5000, "executor 2's registered span is not drawn"
+    assert area(COLOURS["pending"]) > 2000, "executor 3's Unschedulable wait is not drawn"
+    assert area(COLOURS["running"]) > 2000, "executor 1's running span (from its Events) is not drawn"
+    assert area("#0969da") > 300, "no target line"
+    assert area(MARKER_COLOURS["kill"]) > 50, "no kill marker"
+    assert area(COLOURS["deleted"]) > 20, "the end of executor 1's row is not marked"
