@@ -58,14 +58,15 @@ def driver_heartbeat(
 
 
 def executor_activity(app: Application, parts: BackendParts) -> Callable[[], str]:
-    """The executor-activity annotation's value as the driver knows it now (its pod name prefix, its last
-    targets and markers; see :mod:`k8s_backend.kube.activity`), for ``k8s-backend status --timeline``."""
+    """The executor-activity annotation's value as the driver knows it now (its start, its pod name
+    prefix, its last targets and markers; see :mod:`k8s_backend.kube.activity`), for
+    ``k8s-backend status --timeline``."""
     prefix = app.identity.pod_name_prefix
     monitor = parts.monitor
 
     def activity() -> str:
         # One more than kept, so that the annotation can say older ones were left out.
-        return activity_annotation(prefix, *monitor.recent_activity(ACTIVITY_KEPT + 1))
+        return activity_annotation(prefix, monitor.started_at, *monitor.recent_activity(ACTIVITY_KEPT + 1))
 
     return activity
 

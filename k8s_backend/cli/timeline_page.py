@@ -20,6 +20,7 @@ from k8s_backend.kube.activity import KEPT
 from k8s_backend.kube.port import EVENTS, ApiError, KubernetesApi, Obj
 from k8s_backend.report import Marker, Move, Timeline, from_pods, render_html
 from k8s_backend.report.pod_events import gone_executor_moves
+from k8s_backend.snapshots.states import parse_timestamp
 
 ALWAYS = (
     "Drawn by `k8s-backend status --timeline` from what the cluster shows now, not from the driver's own "
@@ -40,6 +41,16 @@ def _prefixes(app: Application) -> set[str]:
     return found
 
 
+def _started(app: Application) -> float | None:
+    """When the application started, as far as known: its driver pod's creation, else its backend's start
+    as the driver published it (a same-named pod's Events from before are an earlier run's)."""
+    if app.driver is not None:
+        created = parse_timestamp((app.driver.get("metadata") or {}).get("creationTimestamp"))
+        if created is not None:
+            return created
+    return None if app.activity is None else app.activity.started_at
+
+
 def _gone(api: KubernetesApi, app: Application) -> tuple[dict[int, list[Move]], str]:
     """The moves of executors whose pods are gone, from the namespace's Events, and a note on them."""
     prefixes = _prefixes(app)
@@ -56,14 +67,21 @@ def _gone(api: KubernetesApi, app: Application) -> tuple[dict[int, list[Move]], 
             f"({error.status} {error.reason}; `list events` is needed)."
         )
     live = {name_of(pod) for pod in app.executors}
-    gone = gone_executor_moves(events, prefixes=prefixes, live=live)
+    since = _started(app)
+    gone = gone_executor_moves(events, prefixes=prefixes, live=live, since=since)
     shown = ", ".join(str(i) for i in sorted(gone)) or "none"
-    return gone, (
+    note = (
         f"Executors whose pods were deleted are drawn from their pods' Kubernetes Events (here: {shown}), "
         "which the API server keeps for about an hour (--event-ttl): older ones are missing. Such a row "
         "starts at the pod's first Event, and its exit code, and when it ended unless it was killed, are "
         "not known."
     )
+    if since is None:
+        note += (
+            " When the application started is not known (no driver pod, and the driver publishes nothing), "
+            "so an earlier run's Events of the same pod names would show too."
+        )
+    return gone, note
 
 
 def _registration_note(app: Application) -> str:
@@ -115,6 +133,7 @@ def timeline_of(api: KubernetesApi, app: Application, now: float) -> Timeline:
         target=() if activity is None else activity.target,
         markers=() if activity is None else [Marker(*m) for m in activity.markers],
         notes=(ALWAYS, _registration_note(app), _activity_note(app), gone_note),
+        start=None if activity is None else activity.started_at,  # where stop()'s page starts
     )
 
 

@@ -106,6 +106,11 @@ class ExecutorMonitor:
         with self._lock:
             self._timeline.marker(self._clock.now(), "api-error", text)
 
+    @property
+    def started_at(self) -> float:
+        """When the monitor (so the backend) started: where stop()'s timeline starts."""
+        return self._timeline.started_at
+
     def recent_activity(self, count: int) -> tuple[list[tuple[float, int]], list[tuple[float, str, str]]]:
         """The last ``count`` target changes ``(time, total)`` and markers ``(time, kind, text)``."""
         with self._lock:

@@ -1,5 +1,6 @@
-"""What a driver tells ``k8s-backend status --timeline`` besides its registered executors: its executor pod
-name prefix, its recent targets and its recent markers (kills, decommissions, API errors).
+"""What a driver tells ``k8s-backend status --timeline`` besides its registered executors: when its backend
+started, its executor pod name prefix, its recent targets and its recent markers (kills, decommissions, API
+errors).
 
 The driver writes it as one annotation, ``k8s-backend.io/executor-activity``, in the same patch as its
 registered executors (:mod:`k8s_backend.kube.leases`): a client-mode driver on its heartbeat Lease, a
@@ -8,7 +9,8 @@ cluster-mode one on its own pod. It costs no request of its own. It is bounded (
 annotation stays a few KiB whatever the run's length; what is older is gone, and the CLI says so.
 
 The prefix lets the CLI tell which Kubernetes Events were about executor pods deleted since (an Event
-names its pod, not its labels).
+names its pod, not its labels), and the start which of them are this run's, not an earlier run's of the
+same prefix.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ TEXT_LIMIT = 200  # characters of a marker's text
 
 @attrs.frozen
 class Activity:
-    """The driver's executor pod name prefix, its last target changes ``(time, total)`` and its last
-    markers ``(time, kind, text)``; times are epoch seconds."""
+    """When the driver's backend started, its executor pod name prefix, its last target changes
+    ``(time, total)`` and its last markers ``(time, kind, text)``; times are epoch seconds."""
 
     pod_name_prefix: str = ""
+    started_at: float | None = None
     target: tuple[tuple[float, int], ...] = ()
     markers: tuple[tuple[float, str, str], ...] = ()
     dropped_target: bool = False  # older target changes were not kept
@@ -40,6 +43,7 @@ class Activity:
 
 def activity_annotation(
     pod_name_prefix: str,
+    started_at: float,
     target: Iterable[tuple[float, int]],
     markers: Iterable[tuple[float, str, str]],
 ) -> str:
@@ -47,6 +51,7 @@ def activity_annotation(
     steps, marks = list(target), list(markers)
     document: dict[str, object] = {
         "prefix": pod_name_prefix,
+        "start": micro_time(started_at),
         "target": [[micro_time(t), int(n)] for t, n in steps[-KEPT:]],
         "markers": [[micro_time(t), kind, text[:TEXT_LIMIT]] for t, kind, text in marks[-KEPT:]],
     }
@@ -81,6 +86,7 @@ def executor_activity(obj: Obj) -> Activity | None:
             markers.append((when, str(item[1]), str(item[2])))
     return Activity(
         pod_name_prefix=str(document.get("prefix") or ""),
+        started_at=parse_time(document.get("start")),
         target=tuple(target),
         markers=tuple(markers),
         dropped_target=bool(document.get("olderTarget")),

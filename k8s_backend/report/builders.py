@@ -148,13 +148,15 @@ def from_pods(
     target: Iterable[tuple[float, int]] = (),
     markers: Iterable[Marker] = (),
     notes: Sequence[str] = (),
+    start: float | None = None,
 ) -> Timeline:
     """A timeline of an application's executor pods as the API shows them now.
 
     ``gone``: the moves of executors whose pods are gone (from their Events, see
     :mod:`k8s_backend.report.pod_events`); ``registered_at``: executor id to the time it registered with
     the driver, as the driver published it; ``target`` and ``markers``: as the driver published them;
-    ``notes``: what the page cannot show, said on it.
+    ``notes``: what the page cannot show, said on it; ``start``: where the time axis starts (default: the
+    earliest time known).
     """
     histories: dict[int, list[Move]] = {k: list(v) for k, v in (gone or {}).items()}
     for pod in pods:
@@ -164,7 +166,7 @@ def from_pods(
         histories[int(raw)] = pod_moves(pod)
     registered = {int(k): v for k, v in (registered_at or {}).items() if k.isdigit()}
     timeline = from_histories(
-        title, histories, now=now, registered_at=registered, target=target, markers=markers
+        title, histories, now=now, start=start, registered_at=registered, target=target, markers=markers
     )
     return attrs.evolve(timeline, notes=tuple(notes))
 
@@ -192,6 +194,10 @@ class TimelineLog:
     def registered(self, executor_ids: Iterable[int], when: float) -> None:
         for executor_id in executor_ids:
             self._registered.setdefault(executor_id, when)
+
+    @property
+    def started_at(self) -> float:
+        return self._started_at
 
     def recent(self, count: int) -> tuple[list[tuple[float, int]], list[Marker]]:
         """The last ``count`` target changes and markers (what a driver publishes for the CLI)."""

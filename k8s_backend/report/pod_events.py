@@ -17,6 +17,7 @@ from k8s_backend.kube.port import Obj
 from k8s_backend.report.builders import Move
 from k8s_backend.snapshots.states import parse_timestamp
 
+_SLACK = 2.0  # s: Events are timed by other clocks (and core/v1 times have whole seconds only)
 GONE = "its pod was deleted: its exit code is not known; its last Event is at this time"
 
 
@@ -44,15 +45,18 @@ def executor_id_of(pod_name: str, prefixes: Iterable[str]) -> int | None:
 
 
 def gone_executor_moves(
-    events: Iterable[Obj], *, prefixes: Collection[str], live: Collection[str]
+    events: Iterable[Obj], *, prefixes: Collection[str], live: Collection[str], since: float | None = None
 ) -> dict[int, list[Move]]:
-    """The moves of the executors whose pods are gone (not named in ``live``), from their pods' Events."""
+    """The moves of the executors whose pods are gone (not named in ``live``), from their pods' Events;
+    ``since``: when the application started (Events before it are an earlier run's of the same names)."""
     by_pod: dict[str, list[tuple[float, Obj]]] = {}
     for event in events:
         involved = event.get("involvedObject") or {}
         name = str(involved.get("name") or "")
         when = event_time(event)
         if involved.get("kind") != "Pod" or name in live or when is None:
+            continue
+        if since is not None and when < since - _SLACK:
             continue
         if executor_id_of(name, prefixes) is None:
             continue

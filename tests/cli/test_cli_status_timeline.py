@@ -92,6 +92,8 @@ def run_with_a_killed_executor(cluster_mode: bool) -> tuple[FakeKubernetes, Manu
         ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
         fake.patch_status(PODS, "default", "pi-driver", ready)
         conf["spark.kubernetes.driver.pod.name"] = "pi-driver"
+    # An earlier run's executor pod of the same name prefix, deleted before this run began.
+    event(fake, "pi-exec-7", "Killing", START - 600, f"Stopping container {CONTAINER}", 99)
     driver = Driver()
     assembly = assemble(
         conf,
@@ -165,6 +167,10 @@ def test_the_page_of_a_running_application_shows_what_stop_would(tmp_path: Path,
     assert "last 20 target changes and last 20 markers" in page
     assert "drawn from their pods' Kubernetes Events (here: 1)" in page
     assert "not from the driver's own record" in page
+    # The same time axis as stop()'s (the backend's start, as the driver published it).
+    summary = re.compile(r"\d+ executors, (\S+) to ")
+    assert summary.findall(page) == summary.findall(stopped) == ["2027-01-15T08:00:00Z"]
+    assert ">exec 7<" not in page  # the earlier run's Events are not this run's
 
 
 def test_what_the_driver_does_not_publish_is_said_not_known(tmp_path: Path) -> None:
@@ -191,8 +197,10 @@ def test_what_the_driver_does_not_publish_is_said_not_known(tmp_path: Path) -> N
         "The target over time and the markers for kills, decommissions and API errors are not known" in page
     )
     assert 'class="target"' not in page and 'class="marker' not in page
-    # The pod name prefix comes from the pods still there: executor 1's Events still give its row.
-    assert "(here: 1, 2)" in page and ACTIVITY_ANNOTATION not in page
+    # The pod name prefix comes from the pods still there: executor 1's Events still give its row, and
+    # as nothing tells when this run began, the earlier run's executor 7 too, which the page warns of.
+    assert "(here: 1, 2, 7)" in page and ACTIVITY_ANNOTATION not in page
+    assert "so an earlier run's Events of the same pod names would show too" in page
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

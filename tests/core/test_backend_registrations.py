@@ -85,7 +85,7 @@ def test_a_cluster_mode_driver_publishes_its_targets_and_markers_with_its_regist
     h.run(1.0)
     assert len(driver_patches(h)) == 1  # the start's write holds the first target already
     first = activity_on(h.fake.get(PODS, "default", "driver"))
-    assert first is not None and first.pod_name_prefix == "test-app"
+    assert first is not None and (first.pod_name_prefix, first.started_at) == ("test-app", START)
     assert [n for _, n in first.target] == [3] and first.markers == ()
     h.run(30.0)
     h.backend.kill_executors(["2"])  # no registration changed: the marker alone is news
@@ -119,7 +119,7 @@ def test_a_client_mode_driver_publishes_them_in_each_lease_renewal_and_no_more_r
 def test_the_published_activity_is_bounded_and_says_what_it_left_out() -> None:
     markers = [(START + i, "api-error", "x" * 5000) for i in range(100)]
     target = [(START + i, i) for i in range(100)]
-    text = activity_annotation("pi", target, markers)
+    text = activity_annotation("pi", START, target, markers)
     assert len(text) < 6000  # a few KiB whatever the run's length
     activity = executor_activity({"metadata": {"annotations": {ACTIVITY_ANNOTATION: text}}})
     assert activity is not None
@@ -127,7 +127,7 @@ def test_the_published_activity_is_bounded_and_says_what_it_left_out() -> None:
     assert len(activity.markers) == KEPT and all(len(m[2]) == TEXT_LIMIT for m in activity.markers)
     assert activity.dropped_target and activity.dropped_markers
     short = executor_activity(
-        {"metadata": {"annotations": {ACTIVITY_ANNOTATION: activity_annotation("pi", [], [])}}}
+        {"metadata": {"annotations": {ACTIVITY_ANNOTATION: activity_annotation("pi", START, [], [])}}}
     )
-    assert short == Activity("pi")
+    assert short == Activity("pi", START)
     assert executor_activity({"metadata": {"annotations": {ACTIVITY_ANNOTATION: "{not json"}}}) is None

@@ -165,8 +165,10 @@ def test_the_events_of_a_deleted_executor_pod_give_its_row() -> None:
         k8s_event("pi-exec-5", "Started", 7),  # still there: its pod tells more
         k8s_event("other-exec-6", "Started", 7),  # another application's
         k8s_event("pi-driver", "Started", 0),
+        # Before this run began: an earlier run's pod of that name.
+        {**k8s_event("pi-exec-7", "Killing", 0), "firstTimestamp": "2027-01-15T07:00:00Z"},
     ]
-    gone = gone_executor_moves(events, prefixes={"pi"}, live={"pi-exec-5"})
+    gone = gone_executor_moves(events, prefixes={"pi"}, live={"pi-exec-5"}, since=T0 + 1)
     assert list(gone) == [4]
     moves = gone[4]
     assert [(m.state, m.time - T0) for m in moves] == [
