@@ -49,7 +49,7 @@ def gone_executor_moves(
 ) -> dict[int, list[Move]]:
     """The moves of the executors whose pods are gone (not named in ``live``), from their pods' Events;
     ``since``: when the application started (Events before it are an earlier run's of the same names)."""
-    by_pod: dict[str, list[tuple[float, Obj]]] = {}
+    by_executor: dict[int, list[tuple[float, Obj]]] = {}
     for event in events:
         involved = event.get("involvedObject") or {}
         name = str(involved.get("name") or "")
@@ -58,15 +58,13 @@ def gone_executor_moves(
             continue
         if since is not None and when < since - _SLACK:
             continue
-        if executor_id_of(name, prefixes) is None:
-            continue
-        by_pod.setdefault(name, []).append((when, event))
-    found: dict[int, list[Move]] = {}
-    for name, timed in by_pod.items():
         executor_id = executor_id_of(name, prefixes)
-        assert executor_id is not None  # checked above
-        found[executor_id] = _moves(sorted(timed, key=lambda item: item[0]))
-    return found
+        if executor_id is not None:
+            by_executor.setdefault(executor_id, []).append((when, event))
+    return {
+        executor_id: _moves(sorted(timed, key=lambda item: item[0]))
+        for executor_id, timed in by_executor.items()
+    }
 
 
 def _moves(timed: list[tuple[float, Obj]]) -> list[Move]:
