@@ -9,7 +9,9 @@ objects of an application whose Lease expired or is gone.
 
 Each renewal also writes which executors are registered with the driver, and since when
 (``k8s-backend.io/registered-executors``), so that ``k8s-backend status`` can show it for a driver it
-cannot ask: it rides on the renewal's patch and costs no request of its own.
+cannot ask, and, once :attr:`DriverHeartbeat.activity` is set, its recent targets and markers for
+``status --timeline`` (:mod:`k8s_backend.kube.activity`): both ride on the renewal's patch and cost no
+request of their own.
 
 A failed renewal is only logged: the next tick tries again, and the Lease has two more ticks before
 it expires. Creating it at start is not optional, though: executors that point at a Lease that was
@@ -30,6 +32,7 @@ import socket
 import threading
 from collections.abc import Callable, Mapping
 
+from k8s_backend.kube.activity import ACTIVITY_ANNOTATION
 from k8s_backend.kube.labels import HEARTBEAT_LEASE_ANNOTATION
 from k8s_backend.kube.leases import (
     REGISTERED_EXECUTORS_ANNOTATION,
@@ -104,6 +107,9 @@ class DriverHeartbeat:
         self._duration = lease_seconds(duration)
         self._holder = holder
         self._registered = registered
+        # The executor-activity annotation's value (k8s_backend.kube.activity), set by the composition
+        # root once the parts that know it exist; None: not written.
+        self.activity: Callable[[], str] | None = None
         self._lock = threading.Lock()
         self._task: Cancellable | None = None
         self._stopped = False
@@ -237,14 +243,21 @@ class DriverHeartbeat:
                 "renewTime": micro_time(self._clock.now()),
             }
         }
+        annotations: dict[str, str] = {}
         if self._registered is not None:
             try:
                 registered = self._registered()
             except Exception:  # the driver may be going away: the renewal matters more
                 log.debug("Could not read the driver's registered executors", exc_info=True)
             else:
-                annotation = registered_executors_annotation(registered)
-                renewal["metadata"] = {"annotations": {REGISTERED_EXECUTORS_ANNOTATION: annotation}}
+                annotations[REGISTERED_EXECUTORS_ANNOTATION] = registered_executors_annotation(registered)
+        if self.activity is not None:
+            try:
+                annotations[ACTIVITY_ANNOTATION] = self.activity()
+            except Exception:  # as above: the renewal matters more
+                log.debug("Could not read the driver's executor activity", exc_info=True)
+        if annotations:
+            renewal["metadata"] = {"annotations": annotations}
         return renewal
 
     def stop(self) -> None:

@@ -4,7 +4,9 @@ A client-mode driver tells them in its heartbeat Lease's renewals (:mod:`k8s_bac
 that runs in a pod keeps no Lease (its executors are owned by its pod, so ``gc`` needs none), so it
 annotates its pod instead: ``k8s-backend.io/registered-executors`` (the same value as the Lease's) and
 ``k8s-backend.io/registered-executors-as-of`` (when it wrote it). The CLI already lists that pod, so reading
-them costs ``status`` no request.
+them costs ``status`` no request. With ``activity`` it also writes the driver's recent targets and markers
+(``k8s-backend.io/executor-activity``, :mod:`k8s_backend.kube.activity`) for ``status --timeline``, in the
+same patch, under the same rule: written when either changed.
 
 Writing costs one merge patch of the pod (``patch pods``, which the driver's Role grants for executor
 labels already), and only when the set changed: once at start, so that ``status`` can say "not registered"
@@ -20,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
+from k8s_backend.kube.activity import ACTIVITY_ANNOTATION
 from k8s_backend.kube.leases import (
     REGISTERED_EXECUTORS_ANNOTATION,
     REGISTERED_EXECUTORS_AS_OF_ANNOTATION,
@@ -51,9 +54,11 @@ class RegistrationPublisher:
         pod_name: str,
         registered: Callable[[], Mapping[str, float]],
         interval: float,
+        activity: Callable[[], str] | None = None,
     ) -> None:
         """``registered``: executor id to registration time, as the driver knows them; ``interval``: the
-        least time between two writes after the first change."""
+        least time between two writes after the first change; ``activity``: the executor-activity
+        annotation's value, None to write none."""
         if interval <= 0:
             raise ValueError(f"the publication interval must be positive, got {interval}")
         self._api = api
@@ -61,8 +66,10 @@ class RegistrationPublisher:
         self._namespace = namespace
         self.pod_name = pod_name
         self._registered = registered
+        self._activity = activity
         self.interval = interval
-        self._published: dict[str, float] | None = None  # as last written; None: nothing written yet
+        # As last written (registered executors, activity); None: nothing written yet.
+        self._published: tuple[dict[str, float], str | None] | None = None
         self._next_at: float | None = None  # no write before this (None: at once)
         self._warned = False
         self.writes = 0
@@ -79,10 +86,11 @@ class RegistrationPublisher:
         """Write the registered executors if they changed since the last write and the interval allows."""
         try:
             registered = dict(self._registered())
+            activity = None if self._activity is None else self._activity()
         except Exception:  # the driver may be going away
-            log.debug("Could not read the driver's registered executors", exc_info=True)
+            log.debug("Could not read the driver's registered executors or activity", exc_info=True)
             return
-        if registered == self._published:
+        if (registered, activity) == self._published:
             return
         now = self._clock.now()
         if self._next_at is not None and now < self._next_at - _SLACK:
@@ -91,7 +99,8 @@ class RegistrationPublisher:
         # After the initial write the first change goes at once (executors register soon after start).
         self._next_at = None if first else now + self.interval
         try:
-            self._api.patch(PODS, self._namespace, self.pod_name, self._annotations(registered, now))
+            patch = self._annotations(registered, activity, now)
+            self._api.patch(PODS, self._namespace, self.pod_name, patch)
         except ApiError as error:
             self.failed_writes += 1
             self._next_at = now + self.interval
@@ -107,13 +116,15 @@ class RegistrationPublisher:
                 error,
             )
             return
-        self._published = registered
+        self._published = (registered, activity)
         self.writes += 1
 
     @staticmethod
-    def _annotations(registered: Mapping[str, float], now: float) -> dict[str, object]:
+    def _annotations(registered: Mapping[str, float], activity: str | None, now: float) -> dict[str, object]:
         annotations = {
             REGISTERED_EXECUTORS_ANNOTATION: registered_executors_annotation(registered),
             REGISTERED_EXECUTORS_AS_OF_ANNOTATION: micro_time(now),
         }
+        if activity is not None:
+            annotations[ACTIVITY_ANNOTATION] = activity
         return {"metadata": {"annotations": annotations}}

@@ -17,6 +17,8 @@ from k8s_backend.driver import DriverEndpoint
 from k8s_backend.failures import FailureSink
 from k8s_backend.gang.start import GangStart
 from k8s_backend.heartbeat import RENEWALS_PER_DURATION, DriverHeartbeat, default_holder
+from k8s_backend.kube.activity import KEPT as ACTIVITY_KEPT
+from k8s_backend.kube.activity import activity_annotation
 from k8s_backend.kube.leases import heartbeat_lease_for
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.recovery import recover
@@ -55,11 +57,30 @@ def driver_heartbeat(
     )
 
 
+def executor_activity(app: Application, parts: BackendParts) -> Callable[[], str]:
+    """The executor-activity annotation's value as the driver knows it now (its start, its pod name
+    prefix, its last targets and markers; see :mod:`k8s_backend.kube.activity`), for
+    ``k8s-backend status --timeline``."""
+    prefix = app.identity.pod_name_prefix
+    monitor = parts.monitor
+
+    def activity() -> str:
+        # One more than kept, so that the annotation can say older ones were left out.
+        return activity_annotation(prefix, monitor.started_at, *monitor.recent_activity(ACTIVITY_KEPT + 1))
+
+    return activity
+
+
 def registration_publisher(
-    app: Application, api: KubernetesApi, clock: Clock, driver: DriverEndpoint | None = None
+    app: Application,
+    api: KubernetesApi,
+    clock: Clock,
+    driver: DriverEndpoint | None = None,
+    activity: Callable[[], str] | None = None,
 ) -> RegistrationPublisher | None:
-    """A cluster-mode driver's writer of its registered executors on its pod (a client-mode one tells them
-    in its heartbeat Lease). At most one write per heartbeat renewal interval, so as fresh as that."""
+    """A cluster-mode driver's writer of its registered executors (and ``activity``) on its pod (a
+    client-mode one tells them in its heartbeat Lease). At most one write per heartbeat renewal interval,
+    so as fresh as that."""
     conf = app.conf
     if driver is None or not conf.driver.pod_name:
         return None
@@ -70,6 +91,7 @@ def registration_publisher(
         pod_name=conf.driver.pod_name,
         registered=driver.registered_executors,
         interval=conf.driver.heartbeat_lease_duration / RENEWALS_PER_DURATION,
+        activity=activity,
     )
 
 

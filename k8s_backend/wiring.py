@@ -46,6 +46,7 @@ from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 from k8s_backend.start_plan import (
     driver_heartbeat,
+    executor_activity,
     gang_start,
     heartbeat_lease,
     registration_publisher,
@@ -130,6 +131,10 @@ def assemble(
     failures = FailureSink()
     heartbeat = driver_heartbeat(application, api, scheduler, clock, driver)
     parts = _parts(application, runtime, failures, heartbeat)
+    activity = executor_activity(application, parts)
+    if heartbeat is not None:  # client mode: the renewals tell it; cluster mode: the publisher's patches
+        heartbeat.activity = activity
+    publisher = registration_publisher(application, api, clock, driver, activity)
     listeners = [on_application_failed] if on_application_failed is not None else []
     if driver is not None:
         listeners.append(driver.application_failed)
@@ -137,9 +142,7 @@ def assemble(
         app_id=app_id,
         scaling=kconf.scaling,
         parts=parts,
-        plan=start_plan(
-            application, api, parts, heartbeat, registration_publisher(application, api, clock, driver)
-        ),
+        plan=start_plan(application, api, parts, heartbeat, publisher),
         failures=failures,
         clock=clock,
         gang=gang_start(application, scheduler, clock, parts, failures),

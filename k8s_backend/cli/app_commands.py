@@ -19,10 +19,11 @@ from k8s_backend.cli.cluster_api import Permission, preflight
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.deps import Dependencies
 from k8s_backend.cli.errors import UsageError
-from k8s_backend.cli.executor_table import OUTPUTS, rows_of, status_json, table_lines, write_timeline
+from k8s_backend.cli.executor_table import OUTPUTS, rows_of, status_json, table_lines
 from k8s_backend.cli.gc import collect_garbage
 from k8s_backend.cli.options import Target
 from k8s_backend.cli.registrations import with_registrations
+from k8s_backend.cli.timeline_page import write_timeline
 from k8s_backend.conf import keys
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SECRETS, SERVICES
@@ -54,7 +55,9 @@ def add_parsers(subparsers: Any) -> None:
     status.add_argument(
         "--timeline",
         metavar="PATH",
-        help="also write the executor timeline as a self-contained HTML file (one ID at a time)",
+        help="also write the executor timeline as a self-contained HTML file (one ID at a time), from what "
+        "the cluster shows: the pods, their Events and what the driver publishes; the page notes what it "
+        "cannot show",
     )
     common_options(status)
     status.set_defaults(handler=status_command)
@@ -146,7 +149,9 @@ def status_command(args: argparse.Namespace, deps: Dependencies) -> int:
 
     def body(target: Target) -> int:
         if args.timeline:
-            write_timeline(find_apps(target, args.ids, args.selector), args.timeline, deps.wall_clock())
+            api = target.connection.api
+            apps = [with_registrations(api, app) for app in find_apps(target, args.ids, args.selector)]
+            write_timeline(api, apps, args.timeline, deps.wall_clock())
             deps.console.info(f"Wrote the executor timeline to {args.timeline}")
         text, shown = render(target)
         deps.console.result(text)

@@ -21,6 +21,7 @@ from k8s_backend.cli.console import Console
 from k8s_backend.cli.status_watch import describe_pod, termination_message
 from k8s_backend.conf import syntax
 from k8s_backend.executors.times import iso_time
+from k8s_backend.kube.activity import Activity
 from k8s_backend.kube.labels import (
     DRIVER_ROLE,
     EXECUTOR_ROLE,
@@ -52,6 +53,8 @@ class Application:
     # on its pod (cluster mode); None: unknown. See k8s_backend.cli.registrations.
     registered: Mapping[str, float] | None = None
     registered_as_of: float | None = None  # when the driver wrote them (the Lease's renewal)
+    # Its pod name prefix, last targets and markers, written with them (k8s_backend.kube.activity).
+    activity: Activity | None = None
 
     @property
     def registered_count(self) -> int | None:

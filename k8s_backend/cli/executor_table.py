@@ -16,13 +16,11 @@ from typing import Any
 import attrs
 
 from k8s_backend.cli.apps import Application, age, name_of, phase_of
-from k8s_backend.cli.errors import UsageError
 from k8s_backend.executors.pod_reasons import pending_reason
 from k8s_backend.executors.times import iso_time
 from k8s_backend.kube.labels import SPARK_EXECUTOR_ID_LABEL
 from k8s_backend.kube.port import Obj
 from k8s_backend.lifecycle import explain
-from k8s_backend.report import from_pods, render_html
 
 EXECUTOR_CONTAINER = "spark-kubernetes-executor"
 OUTPUTS = ("table", "wide", "json")
@@ -172,17 +170,3 @@ def status_json(apps: Sequence[Application], now: float) -> str:
             }
         )
     return json.dumps({"applications": documents}, indent=2, sort_keys=False)
-
-
-def write_timeline(apps: Sequence[Application], path: str, now: float) -> None:
-    """The timeline of one application's executor pods, written to ``path`` as HTML."""
-    if len(apps) != 1:
-        names = ", ".join(a.submission_id or a.app_id for a in apps)
-        raise UsageError(f"--timeline writes one application's timeline; these IDs name {len(apps)}: {names}")
-    app = apps[0]
-    timeline = from_pods(f"{app.app_name} ({app.app_id}): executor timeline", app.executors, now=now)
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(render_html(timeline))
-    except OSError as error:
-        raise UsageError(f"--timeline {path}: cannot be written ({error.strerror})") from None

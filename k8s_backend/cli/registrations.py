@@ -13,6 +13,7 @@ from __future__ import annotations
 import attrs
 
 from k8s_backend.cli.apps import Application
+from k8s_backend.kube.activity import executor_activity
 from k8s_backend.kube.leases import (
     heartbeat_lease_name,
     parse_time,
@@ -23,16 +24,20 @@ from k8s_backend.kube.port import LEASES, ApiError, KubernetesApi
 
 
 def with_registrations(api: KubernetesApi, app: Application) -> Application:
-    """``app`` with its driver's registered executors as its pod or heartbeat Lease last told them."""
-    if app.driver is not None:  # a driver pod writes them on itself
-        registered = registered_executors(app.driver)
+    """``app`` with its driver's registered executors (and its executor activity, see
+    :mod:`k8s_backend.kube.activity`) as its pod or heartbeat Lease last told them."""
+    driver = app.driver
+    if driver is not None:  # a driver pod writes them on itself
+        app = attrs.evolve(app, activity=executor_activity(driver))
+        registered = registered_executors(driver)
         if registered is None:
             return app
-        return attrs.evolve(app, registered=registered, registered_as_of=registrations_written_at(app.driver))
+        return attrs.evolve(app, registered=registered, registered_as_of=registrations_written_at(driver))
     try:
         lease = api.get(LEASES, app.namespace, heartbeat_lease_name(app.app_id))
     except ApiError:  # not found (heartbeat off, driver gone) or not allowed: unknown
         return app
+    app = attrs.evolve(app, activity=executor_activity(lease))
     registered = registered_executors(lease)
     if registered is None:
         return app

@@ -106,6 +106,17 @@ class ExecutorMonitor:
         with self._lock:
             self._timeline.marker(self._clock.now(), "api-error", text)
 
+    @property
+    def started_at(self) -> float:
+        """When the monitor (so the backend) started: where stop()'s timeline starts."""
+        return self._timeline.started_at
+
+    def recent_activity(self, count: int) -> tuple[list[tuple[float, int]], list[tuple[float, str, str]]]:
+        """The last ``count`` target changes ``(time, total)`` and markers ``(time, kind, text)``."""
+        with self._lock:
+            target, markers = self._timeline.recent(count)
+        return list(target), [(m.time, m.kind, m.text) for m in markers]
+
     def timeline(self, title: str) -> Timeline:
         """Everything recorded so far, as a :class:`~k8s_backend.report.Timeline`."""
         with self._lock:

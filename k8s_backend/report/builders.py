@@ -52,6 +52,9 @@ def executor_line(
 
 
 def _split_at_registration(spans: list[Span], registered_at: float) -> list[Span]:
+    running = [span.start for span in spans if span.kind == "running"]
+    if running:  # the driver's clock may be a little behind the API server's, which timed the pod
+        registered_at = max(registered_at, running[0])
     out: list[Span] = []
     for span in spans:
         if span.kind == "running" and span.start <= registered_at < span.end:
@@ -127,20 +130,45 @@ def pod_moves(pod: Obj) -> list[Move]:
             why += f", {terminated['reason']}"
         moves.append(Move(finished, "succeeded" if code == 0 else "failed", f"exit {why}"))
     deleting = _time(meta.get("deletionTimestamp"))
+    if deleting is not None:  # the time the grace period ends: the deletion was asked that much earlier
+        grace = meta.get("deletionGracePeriodSeconds")
+        deleting -= grace if isinstance(grace, int) and not isinstance(grace, bool) else 0
     if deleting is not None and finished is None:
         moves.append(Move(deleting, "terminating", "deletion requested"))
     return sorted(moves, key=lambda m: m.time)
 
 
-def from_pods(title: str, pods: Iterable[Obj], *, now: float) -> Timeline:
-    """A timeline of an application's executor pods as the API shows them now."""
-    histories: dict[int, list[Move]] = {}
+def from_pods(
+    title: str,
+    pods: Iterable[Obj],
+    *,
+    now: float,
+    gone: Mapping[int, Sequence[Move]] | None = None,
+    registered_at: Mapping[str, float] | None = None,
+    target: Iterable[tuple[float, int]] = (),
+    markers: Iterable[Marker] = (),
+    notes: Sequence[str] = (),
+    start: float | None = None,
+) -> Timeline:
+    """A timeline of an application's executor pods as the API shows them now.
+
+    ``gone``: the moves of executors whose pods are gone (from their Events, see
+    :mod:`k8s_backend.report.pod_events`); ``registered_at``: executor id to the time it registered with
+    the driver, as the driver published it; ``target`` and ``markers``: as the driver published them;
+    ``notes``: what the page cannot show, said on it; ``start``: where the time axis starts (default: the
+    earliest time known).
+    """
+    histories: dict[int, list[Move]] = {k: list(v) for k, v in (gone or {}).items()}
     for pod in pods:
         raw = ((pod.get("metadata") or {}).get("labels") or {}).get(SPARK_EXECUTOR_ID_LABEL)
         if raw is None or not str(raw).isdigit():
             continue
         histories[int(raw)] = pod_moves(pod)
-    return from_histories(title, histories, now=now)
+    registered = {int(k): v for k, v in (registered_at or {}).items() if k.isdigit()}
+    timeline = from_histories(
+        title, histories, now=now, start=start, registered_at=registered, target=target, markers=markers
+    )
+    return attrs.evolve(timeline, notes=tuple(notes))
 
 
 class TimelineLog:
@@ -166,6 +194,14 @@ class TimelineLog:
     def registered(self, executor_ids: Iterable[int], when: float) -> None:
         for executor_id in executor_ids:
             self._registered.setdefault(executor_id, when)
+
+    @property
+    def started_at(self) -> float:
+        return self._started_at
+
+    def recent(self, count: int) -> tuple[list[tuple[float, int]], list[Marker]]:
+        """The last ``count`` target changes and markers (what a driver publishes for the CLI)."""
+        return self._target[-count:], self._markers[-count:]
 
     def build(self, title: str, histories: Mapping[int, Sequence[Move]], *, now: float) -> Timeline:
         return from_histories(

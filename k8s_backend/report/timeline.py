@@ -4,8 +4,9 @@
 reason, running, registered, ended with its exit code), the target over time, and markers for kills,
 decommissions and API errors. :func:`render_html` draws it as inline SVG; hovering a span or a marker
 shows its details (SVG ``<title>``), so the file needs no script and works offline. The data comes from
-the backend's executor tracker at ``stop()`` (:mod:`k8s_backend.report.from_backend`) or, for a running
-application, from its pods (:mod:`k8s_backend.report.from_pods`).
+the backend's executor tracker at ``stop()`` (:func:`k8s_backend.report.from_histories`) or, for a running
+application, from what the cluster shows of it (:func:`k8s_backend.report.from_pods`), with notes on the
+page saying what that cannot show.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ COLOURS: dict[str, str] = {
     "succeeded": "#8b949e",
     "failed": "#f85149",
     "lost": "#b62324",
+    "deleted": "#6e7681",  # its pod is gone, how it ended is not known
 }
 MARKER_COLOURS = {"kill": "#db6d28", "decommission": "#a371f7", "api-error": "#f85149", "note": "#6e7681"}
 
@@ -70,6 +72,7 @@ class Timeline:
     executors: tuple[ExecutorLine, ...] = ()
     target: tuple[tuple[float, int], ...] = ()  # (time, total target) steps
     markers: tuple[Marker, ...] = ()
+    notes: tuple[str, ...] = ()  # what the page cannot show, said on it (e.g. for `status --timeline`)
 
 
 def _iso(when: float) -> str:
@@ -184,6 +187,9 @@ def render_html(timeline: Timeline) -> str:
         f"{len(timeline.executors)} executors, {_iso(timeline.start)} to {_iso(timeline.end)} "
         f"({timeline.end - timeline.start:.1f} s)"
     )
+    notes = "".join(f"<li>{_esc(note)}</li>" for note in timeline.notes)
+    if notes:
+        notes = f'<ul class="notes">{notes}</ul>'
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{_esc(timeline.title)}</title>
@@ -191,6 +197,7 @@ def render_html(timeline: Timeline) -> str:
 body {{ font: 13px system-ui, sans-serif; margin: 16px; color: #1f2328; background: #fff; }}
 h1 {{ font-size: 17px; margin: 0 0 4px; }}
 .summary {{ color: #57606a; margin-bottom: 8px; }}
+.notes {{ color: #57606a; margin: 0 0 8px; padding-left: 18px; }}
 .key {{ margin-right: 12px; white-space: nowrap; }}
 .key i {{ display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -2px; }}
 .key i.line {{ width: 3px; }}
@@ -206,7 +213,7 @@ svg rect.span:hover, svg .marker:hover {{ opacity: .75; }}
 <body>
 <h1>{_esc(timeline.title)}</h1>
 <div class="summary">{_esc(summary)}. Hover a span or a marker for its details.</div>
-<div class="legend">{legend}</div>
+{notes}<div class="legend">{legend}</div>
 <svg xmlns="http://www.w3.org/2000/svg" width="{LEFT + WIDTH + 20}" height="{height}" role="img"
  aria-label="executor timeline">
 {chr(10).join(svg)}

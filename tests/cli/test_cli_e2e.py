@@ -146,7 +146,7 @@ def _start_sleeper(cluster: LocalCluster) -> tuple[str, str]:
     return submission.group(1), app.group(1)
 
 
-def test_kill_stops_a_running_application_and_leaves_no_pods(cluster: LocalCluster) -> None:
+def test_kill_stops_a_running_application_and_leaves_no_pods(cluster: LocalCluster, tmp_path: Path) -> None:
     submission_id, app_id = _start_sleeper(cluster)
     listed = manage(cluster, "list")
     assert submission_id in listed.stdout and app_id in listed.stdout
@@ -166,6 +166,13 @@ def test_kill_stops_a_running_application_and_leaves_no_pods(cluster: LocalClust
     [app] = json.loads(status.stdout)["applications"]
     assert app["registeredExecutors"] == 1 and app["registrationsAsOf"] is not None
     assert [(e["phase"], e["registered"]) for e in app["executors"]] == [("Running", True)]
+    # Its timeline page: executor 1 registered, the target the driver published, the notes.
+    page = tmp_path / "timeline.html"
+    shown = manage(cluster, "status", submission_id, "--timeline", str(page))
+    assert shown.returncode == 0, shown.stderr
+    text = page.read_text()
+    assert re.search(r'class="span registered"><title>executor 1: registered ', text), text[-3000:]
+    assert "target 1 at " in text and 'class="notes"' in text
     killed = manage(cluster, "kill", submission_id)
     assert killed.returncode == 0, killed.stderr
     assert "All pods of the application are gone" in killed.stderr

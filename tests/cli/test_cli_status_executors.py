@@ -4,11 +4,12 @@ meaning), ``-o wide|json``, and ``-w``, which shows it again whenever something 
 from __future__ import annotations
 
 import json
+from html import unescape
 from typing import Any
 
-from cli_support import cli
+from cli_support import Wrapped, cli
 
-from k8s_backend.kube.port import PODS
+from k8s_backend.kube.port import EVENTS, PODS, ForbiddenError, Resource
 from k8s_backend.pods.objects import owner_reference
 from k8s_backend.testing.fake import FakeKubernetes
 
@@ -122,6 +123,30 @@ def test_timeline_writes_a_self_contained_page_of_the_executors(tmp_path: Any) -
         assert f">exec {executor_id}<" in html
     assert "Unschedulable: 0/3 nodes are available: 3 Insufficient memory." in html
     assert "137 (SIGKILL, possible container OOM), OOMKilled" in html
+    # This driver publishes nothing: the page says what it therefore cannot show.
+    text = unescape(html)
+    assert "Registration with the driver is not known, so no row has a registered span" in text
+    assert "The target over time and the markers for kills, decommissions and API errors are not" in text
+    assert "drawn from their pods' Kubernetes Events (here: none)" in text
+
+
+class NoEvents(Wrapped):
+    def list(self, resource: Resource, namespace: str | None, **kwargs: Any) -> Any:
+        if resource == EVENTS:
+            raise ForbiddenError('events is forbidden: cannot list resource "events"')
+        return self.inner.list(resource, namespace, **kwargs)
+
+
+def test_timeline_without_permission_to_list_events_says_deleted_executors_are_left_out(
+    tmp_path: Any,
+) -> None:
+    page = tmp_path / "timeline.html"
+    api = NoEvents(scenario())
+    result = cli(["status", *M, "pi-driver", "--timeline", str(page)], api, wall_clock=lambda: NOW)
+    assert result.code == 0, result.err
+    text = unescape(page.read_text())
+    assert ">exec 1<" in text
+    assert "the namespace's Events could not be read (403 Forbidden; `list events` is needed)" in text
 
 
 def test_timeline_of_several_applications_is_refused() -> None:

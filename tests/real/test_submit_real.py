@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from k8s_backend.kube.activity import executor_activity
 from k8s_backend.kube.leases import REGISTERED_EXECUTORS_ANNOTATION, REGISTERED_EXECUTORS_AS_OF_ANNOTATION
 from k8s_backend.kube.port import EVENTS, PODS, Resource
 from k8s_backend.local.control_plane import ControlPlaneBinaries
@@ -197,6 +198,8 @@ def test_cluster_mode_driver_runs_with_its_service_account_token(
     annotations = driver["metadata"].get("annotations") or {}
     assert isinstance(json.loads(annotations[REGISTERED_EXECUTORS_ANNOTATION]), dict), annotations
     assert REGISTERED_EXECUTORS_AS_OF_ANNOTATION in annotations
+    activity = executor_activity(driver)  # written in the same patches, for `status --timeline`
+    assert activity is not None and activity.target and activity.started_at is not None, annotations
     assert "Could not write the registered executors" not in log
     # Its executors were created by the driver (owned by its pod) and deleted when it stopped.
     app_id = driver["metadata"]["labels"]["spark-app-selector"]

@@ -7,6 +7,7 @@ import re
 
 from k8s_backend.report import Marker, Move, from_histories, from_pods, render_html
 from k8s_backend.report.builders import pod_moves
+from k8s_backend.report.pod_events import executor_id_of, gone_executor_moves
 
 T0 = 1_800_000_000.0
 
@@ -90,3 +91,94 @@ def test_the_page_is_self_contained_and_escapes_what_it_shows() -> None:
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert not re.search(r"""(src|href)\s*=|@import|url\(|https?://(?!www\.w3\.org/2000/svg)""", page)
     assert "<title>app &lt;1&gt;</title>" in page
+
+
+def test_from_pods_splits_at_the_published_registration_and_keeps_target_markers_and_notes() -> None:
+    started = {"running": {"startedAt": "2027-01-15T08:00:04Z"}}
+    statuses = [{"name": "spark-kubernetes-executor", "state": started}]
+    created = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+    timeline = from_pods(
+        "app",
+        [pod(2, containerStatuses=statuses)],
+        now=created + 60,
+        registered_at={"2": created + 10, "driver": created},
+        target=[(created, 2), (created + 30, 1)],
+        markers=[Marker(created + 30, "kill", "the driver killed executors 1")],
+        notes=["Registration <as of> T"],
+    )
+    [line] = timeline.executors
+    assert [(s.kind, s.start - created) for s in line.spans] == [
+        ("requested", 0),
+        ("running", 4),
+        ("registered", 10),
+    ]
+    assert timeline.target == ((created, 2), (created + 30, 1))
+    page = render_html(timeline)
+    assert '<ul class="notes"><li>Registration &lt;as of&gt; T</li></ul>' in page
+    assert "target 1 at 2027-01-15T08:00:30Z" in page and 'class="marker kill"' in page
+
+
+def test_a_registration_the_driver_timed_before_the_container_start_splits_at_the_start() -> None:
+    started = {"running": {"startedAt": "2027-01-15T08:00:04Z"}}
+    statuses = [{"name": "spark-kubernetes-executor", "state": started}]
+    created = 1_800_000_000.0
+    timeline = from_pods("app", [pod(2, containerStatuses=statuses)], now=created + 60,
+                         registered_at={"2": created + 3.5})  # fmt: skip
+    assert [s.kind for s in timeline.executors[0].spans] == ["requested", "running", "registered"]
+    assert timeline.executors[0].spans[-1].start == created + 4
+
+
+def test_a_terminating_pod_shows_when_its_deletion_was_asked_not_when_its_grace_ends() -> None:
+    started = {"running": {"startedAt": "2027-01-15T08:00:04Z"}}
+    executor = pod(1, containerStatuses=[{"name": "spark-kubernetes-executor", "state": started}])
+    meta = executor["metadata"]
+    assert isinstance(meta, dict)
+    meta["deletionTimestamp"], meta["deletionGracePeriodSeconds"] = "2027-01-15T08:01:00Z", 30
+    assert pod_moves(executor)[-1] == Move(1_800_000_030.0, "terminating", "deletion requested")
+
+
+def k8s_event(
+    pod_name: str, reason: str, seconds: int, message: str = "", *, new_api: bool = False
+) -> dict[str, object]:
+    when = f"2027-01-15T08:00:{seconds:02d}Z"
+    times = (
+        {"eventTime": when[:-1] + ".000000Z"} if new_api else {"firstTimestamp": when, "lastTimestamp": when}
+    )
+    involved = {"kind": "Pod", "name": pod_name, "namespace": "default"}
+    return {"involvedObject": involved, "reason": reason, "message": message, **times}
+
+
+def test_the_events_of_a_deleted_executor_pod_give_its_row() -> None:
+    events = [
+        # kube-scheduler writes events.k8s.io/v1 Events: eventTime only.
+        k8s_event(
+            "pi-exec-4",
+            "FailedScheduling",
+            1,
+            "0/3 nodes are available: 3 Insufficient memory.",
+            new_api=True,
+        ),
+        k8s_event("pi-exec-4", "Scheduled", 5, "Successfully assigned default/pi-exec-4 to n", new_api=True),
+        k8s_event("pi-exec-4", "Pulled", 6, "Container image already present"),
+        k8s_event("pi-exec-4", "Started", 7, "Started container spark-kubernetes-executor"),
+        k8s_event("pi-exec-4", "Killing", 30, "Stopping container spark-kubernetes-executor"),
+        k8s_event("pi-exec-5", "Started", 7),  # still there: its pod tells more
+        k8s_event("other-exec-6", "Started", 7),  # another application's
+        k8s_event("pi-driver", "Started", 0),
+        # Before this run began: an earlier run's pod of that name.
+        {**k8s_event("pi-exec-7", "Killing", 0), "firstTimestamp": "2027-01-15T07:00:00Z"},
+    ]
+    gone = gone_executor_moves(events, prefixes={"pi"}, live={"pi-exec-5"}, since=T0 + 1)
+    assert list(gone) == [4]
+    moves = gone[4]
+    assert [(m.state, m.time - T0) for m in moves] == [
+        ("pending", 1),
+        ("running", 7),
+        ("terminating", 30),
+        ("deleted", 30),
+    ]
+    assert moves[0].reason == "FailedScheduling: 0/3 nodes are available: 3 Insufficient memory."
+    assert moves[2].reason == "Killing: Stopping container spark-kubernetes-executor"
+    [line] = from_pods("app", [], now=T0 + 60, gone=gone).executors
+    assert line.executor_id == "4" and line.ended.startswith("deleted: its pod was deleted")
+    assert executor_id_of("pi-exec-12", ["p", "pi"]) == 12 and executor_id_of("pi-exec-x", ["pi"]) is None
