@@ -182,7 +182,9 @@ class ExecutorPodsSnapshotsStore:
                     merged[executor_id] = current  # includes deletions seen after the list was taken
                     continue
                 merged[executor_id] = state
-                if current is None or current.phase is not state.phase:
+                if current is None or current.phase is not state.phase or _newer_version(state, current):
+                    # A new version in the same phase matters too: a Pending pod that became
+                    # Unschedulable is the stuck reason the user is told (polling-only setups see it here).
                     changed.append(state)
             if list_rv is not None:
                 for executor_id, current in self._states.items():
@@ -244,6 +246,12 @@ class ExecutorPodsSnapshotsStore:
         with self._lock:
             self._stopped = True
         self.stop_delivering()
+
+
+def _newer_version(candidate: ExecutorPodState, current: ExecutorPodState) -> bool:
+    """Whether ``candidate`` is a later version of the pod than ``current`` (both versions known)."""
+    rv, known = candidate.resource_version, current.resource_version
+    return rv is not None and known is not None and rv > known
 
 
 def _older(candidate: ExecutorPodState, current: ExecutorPodState) -> bool:

@@ -160,3 +160,24 @@ def test_a_lagging_event_older_than_the_last_list_does_not_resurrect_a_dropped_p
     store.replace_snapshot([], resource_version="30")
     store.update_pod(executor_pod(1, "Running", rv=18))
     assert phases(store) == {}
+
+
+def test_a_list_delivers_a_new_version_of_a_pod_in_the_same_phase(
+    scheduler: DeterministicScheduler, store: ExecutorPodsSnapshotsStore
+) -> None:
+    # Polling alone (no watch): a Pending pod that became Unschedulable must reach the subscribers, or the
+    # user is never told why it waits.
+    batches: list[SnapshotBatch] = []
+    store.add_subscriber(1.0, batches.append)
+    store.replace_snapshot([executor_pod(1, "Pending", rv=3)], resource_version="3")
+    scheduler.advance(1.0)
+    unschedulable = executor_pod(1, "Pending", rv=7)
+    unschedulable["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/2 nodes"}
+    ]
+    store.replace_snapshot([unschedulable], resource_version="7")
+    scheduler.advance(1.0)
+    assert [(s.executor_id, s.resource_version) for s in batches[-1].updates] == [(1, 7)]
+    store.replace_snapshot([unschedulable], resource_version="9")  # the same version again: nothing new
+    scheduler.advance(1.0)
+    assert batches[-1].updates == ()
