@@ -5,8 +5,8 @@ returns; a writer thread creates the core/v1 Event through the API (so it is see
 repeat, patches its ``count`` and ``lastTimestamp`` (``series`` for scheduler-style events). Repeats that
 arrive before the writer got to an event are coalesced into one write, so a pod retried a thousand times
 costs a handful of requests. The writer lets a burst of records end first (it writes once they pause for
-``quiet`` seconds, at the latest ``max_delay`` seconds after the first), so that starting a thousand pods is
-not slowed by their Events competing for the interpreter. Events expire ``ttl`` seconds after they were last
+``quiet`` seconds, and stops again when they resume, unless a change waited ``max_delay`` seconds), so
+that starting a thousand pods is not slowed by their Events competing for the interpreter. Events expire ``ttl`` seconds after they were last
 seen (the API server's default ``--event-ttl`` is 1 h): the writer deletes them, and forgets them.
 """
 
@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -70,12 +71,16 @@ class EventRecorder:
         ttl: float = DEFAULT_TTL,
         quiet: float = 0.25,
         max_delay: float = 5.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if ttl <= 0:
             raise ValueError(f"EventRecorder(ttl={ttl}): the event TTL must be positive seconds")
         self._quiet = quiet
+        self._monotonic = monotonic
         self._max_delay = max_delay
-        self._last_record = 0.0  # time.monotonic() of the last record, for the writer's pacing only
+        # monotonic() of the last record and of the oldest unwritten one: the writer's pacing only
+        self._last_record = 0.0
+        self._pending_since = 0.0
         self._api = api
         self._clock = clock
         self._ttl = ttl
@@ -121,10 +126,11 @@ class EventRecorder:
                 self._entries.move_to_end(key)
             entry.count += 1
             entry.last = now
+            self._last_record = self._monotonic()
             if not self._dirty:
+                self._pending_since = self._last_record
                 self._cond.notify_all()  # wake the writer once per batch, not on every record
             self._dirty[key] = None
-            self._last_record = time.monotonic()
 
     def _name(self, pod_name: str) -> str:
         # client-go names an Event "<object>.<unix nanoseconds in hex>"; strictly increasing here
@@ -133,12 +139,13 @@ class EventRecorder:
 
     # -- writing (the writer thread, or a test) -------------------------------------------------------
 
-    def write_pending(self) -> int:
-        """Write every recorded change now; returns how many requests were sent."""
+    def write_pending(self, *, yielding: bool = False) -> int:
+        """Write every recorded change now; returns how many requests were sent. ``yielding`` stops
+        early, leaving the rest for later, as soon as records arrive again (see :meth:`_busy_recording`)."""
         sent = 0
         while True:
             with self._cond:
-                if not self._dirty:
+                if not self._dirty or (yielding and self._busy_recording()):
                     return sent
                 key = next(iter(self._dirty))
                 del self._dirty[key]
@@ -216,21 +223,27 @@ class EventRecorder:
         with self._cond:
             return self._cond.wait_for(lambda: not self._dirty and not self._busy, timeout)
 
+    def _busy_recording(self) -> bool:
+        """Whether a burst of records is still on (the last one less than ``quiet`` seconds ago) and the
+        oldest unwritten change can wait longer (less than ``max_delay`` seconds old). Caller holds the
+        lock."""
+        now = self._monotonic()
+        return (
+            not self._stopping
+            and now < self._last_record + self._quiet
+            and now < self._pending_since + self._max_delay
+        )
+
     def _run(self) -> None:
         sweep_every = min(60.0, self._ttl / 4)
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._dirty or self._stopping, sweep_every)
-                first = time.monotonic()
-                while not self._stopping:  # let the burst end: record() does not wake us again
-                    now = time.monotonic()
-                    left = min(self._last_record + self._quiet, first + self._max_delay) - now
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
+                while self._dirty and self._busy_recording():  # record() does not wake us again
+                    self._cond.wait(self._last_record + self._quiet - self._monotonic())
                 stopping = self._stopping
             try:
-                self.write_pending()
+                self.write_pending(yielding=not stopping)
                 self.expire()
             except Exception:  # the recorder must not die of one surprise
                 log.exception("writing events failed")

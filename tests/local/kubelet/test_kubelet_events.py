@@ -193,3 +193,19 @@ def test_the_kubelet_records_image_pull_failures_and_back_off_once_each_with_cou
             'Failed to pull image "nope',
         ]
         assert len(events(fake)) == 6  # Scheduled, Pulling, BackOff and those 3 Failed
+
+
+def test_the_writer_yields_while_records_keep_coming_but_not_beyond_max_delay() -> None:
+    fake, clock, ticks = FakeKubernetes(), ManualClock(START), ManualClock(100.0)
+    events_ = EventRecorder(fake, clock=clock, quiet=0.25, max_delay=5.0, monotonic=ticks.now)
+    pods = [make_pod(fake, f"p{i}") for i in range(3)]
+    events_.record(pods[0], NORMAL, "Started", "Started container c")
+    assert events_.write_pending(yielding=True) == 0  # a burst is on: leave the interpreter to it
+    ticks.advance(0.3)
+    assert events_.write_pending(yielding=True) == 1  # quiet for 0.3 s: written
+    for i in range(60):  # a record every 0.1 s for 6 s: never quiet, but nothing waits over 5 s
+        ticks.advance(0.1)
+        events_.record(pods[1 + i % 2], NORMAL, "Started", "Started container c")
+        if events_.write_pending(yielding=True):
+            break
+    assert 50 <= i <= 51 and len(events(fake)) == 3  # 5 s after the first unwritten record (100.4)
