@@ -5,9 +5,10 @@ returns; a writer thread creates the core/v1 Event through the API (so it is see
 repeat, patches its ``count`` and ``lastTimestamp`` (``series`` for scheduler-style events). Repeats that
 arrive before the writer got to an event are coalesced into one write, so a pod retried a thousand times
 costs a handful of requests. The writer lets a burst of records end first (it writes once they pause for
-``quiet`` seconds, and stops again when they resume, unless a change waited ``max_delay`` seconds), so
-that starting a thousand pods is not slowed by their Events competing for the interpreter. Events expire ``ttl`` seconds after they were last
-seen (the API server's default ``--event-ttl`` is 1 h): the writer deletes them, and forgets them.
+``quiet`` seconds, and stops again when they resume, unless a change waited ``max_delay`` seconds), so that
+starting a thousand pods is not slowed by their Events competing for the interpreter. Events expire ``ttl``
+seconds after they were last seen (the API server's default ``--event-ttl`` is 1 h): the writer deletes
+them, and forgets them.
 """
 
 from __future__ import annotations
