@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
+import math
+import socket
 import sys
 import threading
+from pathlib import Path
 from typing import Any, TextIO
 
+from k8s_backend.cli.console import Console
+from k8s_backend.kube.quantity import cpu_millis, memory_bytes
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.local.kubelet.nodes import Node
 
@@ -82,9 +88,64 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _nodes(args: argparse.Namespace) -> list[Node] | None:
+def argument_problem(args: argparse.Namespace) -> str | None:
+    """The first option whose value cannot work, as ``--option VALUE: why; the fix``, or None."""
+    if not 0 <= args.port <= 65535:
+        return f"--port {args.port}: not a TCP port; use 1 to 65535, or leave --port out for a free port"
+    if not math.isfinite(args.stop_grace) or args.stop_grace < 0:
+        return f"--stop-grace {args.stop_grace:g}: must be 0 or more seconds (default 3)"
     if args.nodes < 1:
-        raise ValueError(f"--nodes={args.nodes}: need at least 1 node")
+        return f"--nodes {args.nodes}: need at least 1 node"
+    for flag, value, parse in (
+        ("--node-cpu", args.node_cpu, cpu_millis),
+        ("--node-memory", args.node_memory, memory_bytes),
+    ):
+        if value is None:
+            continue
+        try:
+            amount = parse(value, field=flag)
+        except ValueError as error:
+            return f"{flag} {value}: {error}".replace(f"{flag}: ", "", 1)
+        if amount <= 0:
+            example = "8 or 3500m" if flag == "--node-cpu" else "16Gi"
+            return f"{flag} {value}: must be more than 0, e.g. {example}"
+    if args.work_dir is not None:
+        work_dir = Path(args.work_dir)
+        if work_dir.exists() and not work_dir.is_dir():
+            return (
+                f"--work-dir {args.work_dir}: is a file, not a directory; give a directory (created if "
+                "missing)"
+            )
+    return None
+
+
+def start_problem(error: OSError, args: argparse.Namespace) -> str | None:
+    """What a failure to start says about the options (the port is taken, the host is not an address of
+    this machine, the work directory cannot be made), or None when it is about none of them."""
+    reason = error.strerror or str(error)
+    if isinstance(error, socket.gaierror):
+        return f"--host {args.host}: cannot be resolved ({reason}); give an IP address such as 127.0.0.1"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"--port {args.port}: {args.host}:{args.port} is already in use; pick another port, or leave "
+            "--port out for a free one"
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"--host {args.host}: not an address of this machine ({reason}); use 127.0.0.1 (the default), "
+            "0.0.0.0 for every address, or one of this machine's addresses"
+        )
+    if error.errno == errno.EACCES and error.filename is None and 0 < args.port < 1024:
+        return f"--port {args.port}: ports below 1024 need root ({reason}); use a port from 1024 to 65535"
+    if args.work_dir is not None and error.filename is not None:
+        return (
+            f"--work-dir {args.work_dir}: cannot use it ({reason}: {error.filename}); give a directory "
+            "you can write to"
+        )
+    return None
+
+
+def _nodes(args: argparse.Namespace) -> list[Node] | None:
     if args.nodes == 1 and args.node_cpu is None and args.node_memory is None:
         return None  # LocalCluster's default, sized for this machine
     cpu = args.node_cpu or "8"
@@ -202,9 +263,10 @@ def run_local(
     from k8s_backend.local.cluster import LocalCluster
 
     stream = out or sys.stdout
+    console = Console(stderr=sys.stderr)
     control_plane = getattr(args, "control_plane", "embedded")
     try:
-        problem = control_plane_problem(args)
+        problem = control_plane_problem(args) or argument_problem(args)
         if problem is not None:
             raise ValueError(problem)
         nodes = _nodes(args)
@@ -226,34 +288,43 @@ def run_local(
         if problem is not None:
             raise ValueError(problem)
     except ValueError as error:
-        print(f"k8s-backend local: {error}", file=sys.stderr)
+        console.error(str(error))
         return 2
     if control_plane == "kubernetes":
         failure = ensure_control_plane(sys.stderr)
         if failure is not None:
-            print(f"k8s-backend local: {failure}", file=sys.stderr)
+            console.error(failure)
             return 1
+    try:
+        cluster.start()
+    except OSError as error:
+        told = start_problem(error, args)
+        if told is None:
+            raise
+        console.error(told)
+        return 2
     stop = stop or threading.Event()
     try:
-        with cluster:
-            stream.write(
-                describe(
-                    cluster.url,
-                    str(cluster.kubeconfig),
-                    str(cluster.work_dir),
-                    cluster.token,
-                    args.image,
-                    str(cluster.ca_cert) if cluster.ca_cert is not None else None,
-                    control_plane,
-                )
+        stream.write(
+            describe(
+                cluster.url,
+                str(cluster.kubeconfig),
+                str(cluster.work_dir),
+                cluster.token,
+                args.image,
+                str(cluster.ca_cert) if cluster.ca_cert is not None else None,
+                control_plane,
             )
-            stream.flush()
-            if ready is not None:
-                ready.set()
-            while not stop.wait(0.5):
-                pass
+        )
+        stream.flush()
+        if ready is not None:
+            ready.set()
+        while not stop.wait(0.5):
+            pass
     except KeyboardInterrupt:
         stream.write("\nstopped.\n")
+    finally:
+        cluster.stop()
     return 0
 
 

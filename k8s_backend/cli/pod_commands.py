@@ -117,13 +117,31 @@ def logs_command(args: argparse.Namespace, deps: Dependencies) -> int:
 
 
 def _event_time(event: Obj) -> str:
+    """When the Event was last seen: a series' last observation (events.k8s.io style), lastTimestamp
+    (legacy), else when it was first seen."""
     return str(
-        event.get("lastTimestamp")
+        (event.get("series") or {}).get("lastObservedTime")
+        or event.get("lastTimestamp")
         or event.get("eventTime")
         or event.get("firstTimestamp")
         or (event.get("metadata") or {}).get("creationTimestamp")
         or ""
     )
+
+
+def _of_pods(name: str, names: set[str]) -> bool:
+    """Whether an Event's pod is one of ``names``, or an executor of theirs that is gone (deleted or
+    replaced): same ``<prefix>-exec-`` and a number, so a kill stays visible after the pod left."""
+    if name in names:
+        return True
+    prefix, sep, number = name.rpartition("-exec-")
+    return bool(sep) and number.isdigit() and any(n.startswith(prefix + sep) for n in names)
+
+
+def _repeats(event: Obj) -> str:
+    """`` (x3)`` for an Event seen three times, as ``kubectl describe`` counts them; empty once."""
+    count = (event.get("series") or {}).get("count") or event.get("count") or 1
+    return f" (x{count})" if isinstance(count, int) and count > 1 else ""
 
 
 def events_command(args: argparse.Namespace, deps: Dependencies) -> int:
@@ -136,7 +154,7 @@ def events_command(args: argparse.Namespace, deps: Dependencies) -> int:
                 e
                 for e in target.connection.api.list(EVENTS, app.namespace).items
                 if (e.get("involvedObject") or {}).get("kind") == "Pod"
-                and (e.get("involvedObject") or {}).get("name") in names
+                and _of_pods(str((e.get("involvedObject") or {}).get("name")), names)
             ]
             deps.console.result(f"Events of {app.app_id} ({len(events)}):")
             rows = [
@@ -145,7 +163,7 @@ def events_command(args: argparse.Namespace, deps: Dependencies) -> int:
                     str(e.get("type") or "-"),
                     str(e.get("reason") or "-"),
                     "pod/" + str((e.get("involvedObject") or {}).get("name")),
-                    " ".join(str(e.get("message") or "").split()),
+                    " ".join(str(e.get("message") or "").split()) + _repeats(e),
                 ]
                 for e in sorted(events, key=_event_time)
             ]

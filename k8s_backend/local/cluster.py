@@ -81,6 +81,10 @@ class LocalCluster:
     :param control_plane: ``"embedded"`` (the in-memory API server) or ``"kubernetes"`` (a real control
         plane built from the official Go modules, https only; no :attr:`fake`, :attr:`server`, ``host``
         or ``port``; deletion is always graceful).
+    :param events: the kubelet (and, on the embedded server, its scheduler) records Kubernetes Events of
+        the pods (Scheduled, FailedScheduling, Pulled, Created, Started, Killing, image pull failures,
+        back-offs), deduplicated with a count and deleted an hour after they were last seen, as a real
+        cluster's; ``k8s-backend events ID`` shows them. False records none.
     """
 
     def __init__(
@@ -99,6 +103,7 @@ class LocalCluster:
         image_pull_backoff: float = 0.5,
         tls: bool = False,
         control_plane: str = "embedded",
+        events: bool = True,
     ) -> None:
         if control_plane not in ("embedded", "kubernetes"):
             raise ValueError(f"LocalCluster(control_plane={control_plane!r}): 'embedded' or 'kubernetes'")
@@ -118,6 +123,7 @@ class LocalCluster:
         self._keep_work_dir = keep_work_dir or work_dir is not None
         self._stop_grace = stop_grace
         self._tls = tls
+        self._events = events
         self._ca_cert: Path | None = None
         self._lock = threading.Lock()
         self._started = False
@@ -182,6 +188,7 @@ class LocalCluster:
             run_processes=self._run_processes,
             images=self._images,
             stop_grace=self._stop_grace,
+            events=self._events,
         )
         self._kubelet.start()
 

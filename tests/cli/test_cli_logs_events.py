@@ -138,3 +138,74 @@ def test_events_shows_the_events_of_the_applications_pods_only() -> None:
     assert "Scheduled" in lines[2] and "pod/pi-driver" in lines[2]
     assert "FailedScheduling" in lines[3] and "3 Insufficient memory." in lines[3]
     assert "not ours" not in result.out
+
+
+def test_events_of_a_local_cluster_show_scheduling_failures_assignments_and_kills() -> None:
+    """The local cluster's scheduler and kubelet record the Events a real cluster has, and ``events ID``
+    prints them over HTTP: two executors that fit nowhere, then a deleted executor makes room for one."""
+    from k8s_backend.local.cluster import LocalCluster
+    from k8s_backend.local.kubelet import Node
+
+    nodes = [Node.of("node-1", cpu="4", memory="1Gi"), Node.of("node-2", cpu="4", memory="1Gi")]
+    with LocalCluster(nodes=nodes, run_processes=False, tls=False) as cluster:
+        fake = cluster.fake
+        driver = pod(fake, "pi-driver", "driver", "spark-kubernetes-driver")
+        for i in range(1, 5):  # 800Mi each: one per node fits, executors 3 and 4 wait
+            meta = {
+                "name": f"pi-exec-{i}",
+                "labels": {"spark-app-selector": APP, "spark-role": "executor", "spark-exec-id": str(i)},
+                "ownerReferences": [owner_reference(driver)],
+            }
+            resources = {"requests": {"memory": "800Mi"}}
+            container = {"name": "spark-kubernetes-executor", "image": "i", "resources": resources}
+            fake.create(PODS, "default", {"metadata": meta, "spec": {"containers": [container]}})
+        recorder = cluster.kubelet.events
+        assert recorder is not None
+
+        def seen(name: str, *, node: bool) -> bool:
+            found = [p for p in fake.list(PODS, "default").items if p["metadata"]["name"] == name]
+            if not found:
+                return False
+            conditions = (found[0].get("status") or {}).get("conditions") or []
+            if node:
+                return bool(found[0]["spec"].get("nodeName"))
+            return any(c.get("reason") == "Unschedulable" for c in conditions)
+
+        def gone(name: str) -> bool:
+            return all(p["metadata"]["name"] != name for p in fake.list(PODS, "default").items)
+
+        def reasons() -> list[tuple[str, str, int]]:
+            assert recorder.wait_idle()  # the kubelet recorded them before it wrote the pods' states
+            return [
+                (
+                    e["involvedObject"]["name"],
+                    e["reason"],
+                    (e.get("series") or {}).get("count") or e.get("count") or 1,
+                )
+                for e in fake.list(EVENTS, "default").items
+            ]
+
+        assert cluster.kubelet.wait_until(
+            lambda: seen("pi-exec-4", node=False) and seen("pi-exec-2", node=True)
+        )
+        assert {("pi-exec-3", "FailedScheduling", 1), ("pi-exec-4", "FailedScheduling", 1)} <= set(reasons())
+        fake.delete(PODS, "default", "pi-exec-1")
+        assert cluster.kubelet.wait_until(lambda: gone("pi-exec-1") and seen("pi-exec-3", node=True))
+        now = reasons()
+        assert {("pi-exec-3", "Scheduled", 1), ("pi-exec-1", "Killing", 1)} <= set(now)
+        # pi-exec-4 was tried again when pi-exec-1 left: the same Event counts up, no second one
+        assert [r for r in now if r[:2] == ("pi-exec-4", "FailedScheduling")] == [
+            ("pi-exec-4", "FailedScheduling", 2)
+        ]
+        api = cluster.api()
+        result = cli(["events", *M, APP], connect=lambda conf, namespace: Connection(api, ENDPOINT))
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0].startswith(f"Events of {APP} (")
+    text = "\n".join(lines)
+    assert "Warning  FailedScheduling  pod/pi-exec-3" in text
+    assert "0/2 nodes are available: 2 Insufficient memory. (x2)" in text  # pi-exec-4, tried twice
+    assert "Successfully assigned default/pi-exec-3 to node-1" in text
+    assert "Normal   Killing           pod/pi-exec-1" in text
+    assert "Stopping container spark-kubernetes-executor" in text
+    assert "Started container spark-kubernetes-executor" in text

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi, NotFoundError, Obj, Resource
 from k8s_backend.local.kubelet.container import HostEnvironment
+from k8s_backend.local.kubelet.events import NORMAL, SCHEDULER, WARNING, EventRecorder
 from k8s_backend.local.kubelet.images import ImagePolicy
 from k8s_backend.local.kubelet.loop import EventLoop
 from k8s_backend.local.kubelet.nodes import Node, NodePool
@@ -63,7 +64,10 @@ class ProcessKubelet:
     ``schedule=True`` makes the kubelet place and bind unbound pods itself (an API server without a
     scheduler); with False only pods that a scheduler bound to its nodes are run. ``register_nodes``
     (default: ``not schedule``) creates the Node objects and renews their Leases until :meth:`stop`,
-    which removes them again.
+    which removes them again. ``events`` (default True) records Kubernetes Events of its pods, as a
+    kubelet (Pulled, Created, Started, Killing, image pull failures, back-offs) and, when scheduling, as
+    kube-scheduler (Scheduled, FailedScheduling); they are written by a thread of their own (see
+    :class:`~k8s_backend.local.kubelet.events.EventRecorder`) and expire after ``event_ttl`` seconds.
     """
 
     def __init__(
@@ -82,6 +86,8 @@ class ProcessKubelet:
         memory_check_interval: float = 0.2,
         schedule: bool = True,
         register_nodes: bool | None = None,
+        events: bool = True,
+        event_ttl: float = 3600.0,
     ) -> None:
         self._api = api
         self._scheduling = schedule
@@ -91,6 +97,7 @@ class ProcessKubelet:
         self._stop_grace = stop_grace
         self._pod_ip = pod_ip
         self._loop = EventLoop("kubelet")
+        self._events = EventRecorder(api, clock=self._clock, ttl=event_ttl) if events else None
         self._supervisor = ProcessSupervisor(clock=self._clock, memory_check_interval=memory_check_interval)
         self._runtime = ContainerRuntime(
             api,
@@ -106,6 +113,7 @@ class ProcessKubelet:
             publish=self._publish,
             on_container_exit=self._after_exit,
             node_allocatable=lambda node: self._pool.node(node).allocatable,
+            events=self._events,
         )
         self._node_names = frozenset(n.name for n in self._pool.nodes)
         self._registration: NodeRegistration | None = None
@@ -132,6 +140,8 @@ class ProcessKubelet:
         self._started = True
         if self._registration is not None:
             self._registration.start()  # the nodes exist before any pod can be bound to them
+        if self._events is not None:
+            self._events.start()
         self._loop.start()
         self._watcher.start()
 
@@ -145,6 +155,8 @@ class ProcessKubelet:
         # thread (which started them) must outlive them, or the kernel's parent-death signal fires.
         self._supervisor.stop_all(self._stop_grace if grace is None else grace)
         self._loop.stop()
+        if self._events is not None:
+            self._events.stop()
         if self._started:
             self._watcher.join(10.0)
         if self._registration is not None and self._started:
@@ -166,6 +178,11 @@ class ProcessKubelet:
     @property
     def run_processes(self) -> bool:
         return self._run_processes
+
+    @property
+    def events(self) -> EventRecorder | None:
+        """The recorder of this kubelet's Events (None when they are off)."""
+        return self._events
 
     @property
     def registration(self) -> NodeRegistration | None:
@@ -271,6 +288,10 @@ class ProcessKubelet:
         placement = self._pool.place(record.uid, record.pod)
         if placement.node is None:
             self._unschedulable[record.uid] = record
+            if self._events is not None:  # every attempt, as kube-scheduler: repeats only count up
+                self._events.record(
+                    record.pod, WARNING, "FailedScheduling", placement.message, component=SCHEDULER
+                )
             if record.unschedulable != placement.message:
                 record.unschedulable = placement.message
                 self._publish(record)
@@ -279,12 +300,20 @@ class ProcessKubelet:
         record.unschedulable = ""
         record.node = placement.node
         record.start_time = self._clock.now()
-        self._bind(record, placement.node)
+        if self._bind(record, placement.node) and self._events is not None:
+            self._events.record(
+                record.pod,
+                NORMAL,
+                "Scheduled",
+                f"Successfully assigned {record.namespace}/{record.name} to {placement.node}",
+                component=SCHEDULER,
+            )
         self._runtime.begin(record)
 
-    def _bind(self, record: PodRecord, node: str) -> None:
+    def _bind(self, record: PodRecord, node: str) -> bool:
+        """Bind the pod to ``node``; False if it came bound (no scheduler was involved) or failed."""
         if (record.pod.get("spec") or {}).get("nodeName") == node:
-            return  # created already bound (spec.nodeName set by its author)
+            return False  # created already bound (spec.nodeName set by its author)
         bind: Callable[[str, str, str], Obj] | None = getattr(self._api, "bind", None)
         try:
             if bind is not None:
@@ -293,6 +322,8 @@ class ProcessKubelet:
                 self._api.patch(PODS, record.namespace, record.name, {"spec": {"nodeName": node}})
         except ApiError as error:
             log.debug("binding %s/%s to %s: %s", record.namespace, record.name, node, error)
+            return False
+        return True
 
     def _release(self, record: PodRecord) -> None:
         if self._pool.release(record.uid) and self._unschedulable:

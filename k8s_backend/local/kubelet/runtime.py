@@ -15,6 +15,7 @@ from pathlib import Path
 from k8s_backend.kube.port import CONFIG_MAPS, ApiError, KubernetesApi, Obj, Resource
 from k8s_backend.local.kubelet.container import HostEnvironment, translate
 from k8s_backend.local.kubelet.env import ContainerConfigError, ContainerStartError, PodRuntime
+from k8s_backend.local.kubelet.events import NORMAL, WARNING, EventRecorder
 from k8s_backend.local.kubelet.images import ImagePolicy
 from k8s_backend.local.kubelet.loop import EventLoop
 from k8s_backend.local.kubelet.nodes import Resources
@@ -54,6 +55,7 @@ class ContainerRuntime:
         publish: Callable[[PodRecord], None],
         on_container_exit: Callable[[PodRecord], None],
         node_allocatable: Callable[[str], Resources],
+        events: EventRecorder | None = None,
     ) -> None:
         self._api = api
         self._work_dir = work_dir
@@ -68,6 +70,7 @@ class ContainerRuntime:
         self._publish = publish
         self._on_container_exit = on_container_exit
         self._node_allocatable = node_allocatable
+        self._events = events
 
     def log_file(self, record: PodRecord, container: str) -> Path:
         assert record.pod_dir is not None
@@ -127,6 +130,8 @@ class ContainerRuntime:
         """Stop every running container: processes get SIGTERM then SIGKILL after ``grace`` seconds."""
         now = self._clock.now()
         for container in record.all_containers():
+            if container.handle is not None or container.state == RUNNING:
+                self._event(record, container, NORMAL, "Killing", f"Stopping container {container.name}")
             if container.handle is not None:
                 container.handle.terminate(grace)
             elif container.state == RUNNING:
@@ -136,15 +141,23 @@ class ContainerRuntime:
 
     def _start(self, record: PodRecord, container: ContainerRecord, runtime: PodRuntime) -> None:
         now = self._clock.now()
-        if not self._images.is_known(container.image):
-            container.set_waiting(*self._images.pull_error(container.image))
+        image = container.image
+        if not self._images.is_known(image):
+            container.set_waiting(*self._images.pull_error(image))
+            self._event(record, container, NORMAL, "Pulling", f'Pulling image "{image}"')
+            self._event(record, container, WARNING, "Failed", container.message)
+            self._event(record, container, WARNING, "Failed", "Error: ErrImagePull")
             delay = self._images.backoff(container.attempts)
             self._loop.call_later(
                 delay, partial(self._image_backoff, record, container, container.generation)
             )
             return
         container.generation += 1
+        self._event(
+            record, container, NORMAL, "Pulled", f'Container image "{image}" already present on machine'
+        )
         if not self._run_processes:
+            self._created_and_started(record, container)
             container.set_running(now, self._container_id(record, container))
             if container.init:
                 container.set_terminated(0, "Completed", now)  # as if it ran in no time
@@ -163,14 +176,17 @@ class ContainerRuntime:
         except ContainerConfigError as error:
             container.attempts += 1
             container.set_waiting("CreateContainerConfigError", str(error))
+            self._event(record, container, WARNING, "Failed", f"Error: {error}")
             delay = min(MAX_BACKOFF, self._restart_backoff * container.attempts)
             self._loop.call_later(delay, partial(self._retry, record, container, container.generation))
             return
         except ContainerStartError as error:
             container.set_terminated(START_ERROR_EXIT_CODE, "StartError", now, message=str(error))
+            self._event(record, container, WARNING, "Failed", f"Error: {error}")
             return
         container_id = self._container_id(record, container)
         if command.kind == "idle":
+            self._created_and_started(record, container)
             container.set_running(now, container_id)
             return
         try:
@@ -186,7 +202,9 @@ class ContainerRuntime:
             container.set_terminated(
                 START_ERROR_EXIT_CODE, "StartError", now, message=f"{command.argv[0]}: {error}"
             )
+            self._event(record, container, WARNING, "Failed", f"Error: {container.message}")
             return
+        self._created_and_started(record, container)
         container.handle = handle
         container.set_running(handle.started_at, container_id)
         log.info(
@@ -204,6 +222,8 @@ class ContainerRuntime:
         if container.reason == "ErrImagePull":
             container.attempts += 1
             container.set_waiting(*self._images.back_off(container.image))
+            self._event(record, container, NORMAL, "BackOff", container.message)
+            self._event(record, container, WARNING, "Failed", "Error: ImagePullBackOff")
             delay = self._images.backoff(container.attempts)
             self._loop.call_later(delay, partial(self._image_backoff, record, container, generation))
             self._publish(record)
@@ -253,6 +273,14 @@ class ContainerRuntime:
                     f"pod={record.name}_{record.namespace}({record.uid})",
                 )
                 self._loop.call_later(delay, partial(self._retry, record, container, generation))
+                self._event(
+                    record,
+                    container,
+                    WARNING,
+                    "BackOff",
+                    f"Back-off restarting failed container {container.name} in pod "
+                    f"{record.name}_{record.namespace}({record.uid})",
+                )
             self._publish(record)
             if container.init and container.exit_code == 0:
                 self._loop.post(partial(self.advance, record))
@@ -270,6 +298,24 @@ class ContainerRuntime:
         return policy == "Always" or (policy == "OnFailure" and container.exit_code != 0)
 
     # -- helpers ---------------------------------------------------------------------------------------
+
+    def _event(
+        self, record: PodRecord, container: ContainerRecord, kind: str, reason: str, text: str
+    ) -> None:
+        if self._events is not None:
+            spec = "initContainers" if container.init else "containers"
+            self._events.record(
+                record.pod,
+                kind,
+                reason,
+                text,
+                host=record.node or "",
+                field_path=f"spec.{spec}{{{container.name}}}",
+            )
+
+    def _created_and_started(self, record: PodRecord, container: ContainerRecord) -> None:
+        self._event(record, container, NORMAL, "Created", f"Created container: {container.name}")
+        self._event(record, container, NORMAL, "Started", f"Started container {container.name}")
 
     def _container_id(self, record: PodRecord, container: ContainerRecord) -> str:
         seed = f"{record.uid}/{container.name}/{container.generation}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import socket
 import threading
 from pathlib import Path
 
@@ -21,12 +22,12 @@ def test_no_subcommand_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_node_count_is_refused_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["local", "--nodes", "0"]) == 2
-    assert "--nodes=0: need at least 1 node" in capsys.readouterr().err
+    assert "--nodes 0: need at least 1 node" in capsys.readouterr().err
 
 
 def test_bad_node_size_names_the_value(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["local", "--node-cpu", "many"]) == 2
-    assert "node node-1 cpu: 'many' is not a Kubernetes quantity" in capsys.readouterr().err
+    assert "--node-cpu many: 'many' is not a Kubernetes quantity" in capsys.readouterr().err
 
 
 def test_instructions_cover_kubectl_spark_and_the_token() -> None:
@@ -130,7 +131,7 @@ def test_a_real_control_plane_without_go_is_one_line_naming_what_to_install(
     monkeypatch.delenv("GO", raising=False)
     assert main(["local", "--control-plane", "kubernetes", "--no-processes"]) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("k8s-backend local: the real control plane needs Go >= 1.26 on PATH")
+    assert line.startswith("k8s-backend: error: the real control plane needs Go >= 1.26 on PATH")
 
 
 def test_the_instructions_say_which_control_plane_runs() -> None:
@@ -143,3 +144,62 @@ def test_the_instructions_say_which_control_plane_runs() -> None:
     assert "served by:   the embedded API server" in describe(
         "https://127.0.0.1:1", "/k", "/w", "t", "img", "/ca"
     )
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("k8s-backend: error: ")
+    return line.removeprefix("k8s-backend: error: ")
+
+
+@pytest.mark.parametrize(
+    ("flags", "told"),
+    [
+        (["--port", "99999"], "--port 99999: not a TCP port; use 1 to 65535, or leave --port out"),
+        (["--port", "-1"], "--port -1: not a TCP port"),
+        (["--stop-grace", "-1"], "--stop-grace -1: must be 0 or more seconds"),
+        (["--stop-grace", "nan"], "--stop-grace nan: must be 0 or more seconds"),
+        (["--nodes", "0"], "--nodes 0: need at least 1 node"),
+        (["--node-cpu", "many"], "--node-cpu many: 'many' is not a Kubernetes quantity"),
+        (["--node-memory", "0"], "--node-memory 0: must be more than 0, e.g. 16Gi"),
+        (
+            ["--work-dir", "/etc/passwd"],
+            "--work-dir /etc/passwd: is a file, not a directory; give a directory",
+        ),
+    ],
+)
+def test_a_bad_option_is_one_line_naming_it_and_the_fix(
+    flags: list[str], told: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["local", "--no-processes", *flags]) == 2
+    assert one_error_line(capsys).startswith(told)
+
+
+def test_a_port_in_use_is_one_line_naming_the_port(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = ["local", "--no-processes", "--no-tls", "--port", str(port), "--work-dir", str(tmp_path)]
+        assert main(argv) == 2
+    line = one_error_line(capsys)
+    assert line.startswith(f"--port {port}: 127.0.0.1:{port} is already in use; pick another port")
+
+
+def test_a_host_that_is_not_this_machines_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["local", "--no-processes", "--host", "192.0.2.1", "--token", "t", "--work-dir", str(tmp_path)]
+    assert main(argv) == 2  # 192.0.2.1: TEST-NET-1, never an address of this machine
+    assert one_error_line(capsys).startswith("--host 192.0.2.1: not an address of this machine")
+
+
+def test_a_work_dir_that_cannot_be_made_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "file").write_text("")
+    assert main(["local", "--no-processes", "--work-dir", str(tmp_path / "file" / "sub")]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith(f"--work-dir {tmp_path / 'file' / 'sub'}: cannot use it (Not a directory")
