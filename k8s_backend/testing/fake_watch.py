@@ -185,15 +185,21 @@ class FakeWatchStream:
 
 
 class EventLog:
-    """The global resourceVersion, the bounded event history and the open watches."""
+    """The global resourceVersion, the bounded event history of each kind and the open watches.
+
+    The history is kept per kind, as kube-apiserver's watch cache is: a burst of Events or Leases does not
+    push the pods' recent changes out, so a pod watch resuming after it is not answered 410 Gone.
+    """
 
     def __init__(self, lock: threading.RLock, history_size: int, *, blocking: bool) -> None:
         if history_size < 0:
             raise ValueError(f"history_size must be >= 0 events (got {history_size})")
         self.lock = lock
         self._blocking = blocking
-        self._history: deque[StoredEvent] = deque(maxlen=history_size)
-        self._compacted = 0  # the newest resourceVersion no longer in the history
+        self._size = history_size
+        self._history: dict[ResKey, deque[StoredEvent]] = {}
+        self._compacted: dict[ResKey, int] = {}  # per kind, the newest resourceVersion no longer kept
+        self._floor = 0  # compact() forgot every kind's events up to this version
         # Never "0": a list of the empty store must report a version a watch can resume from ("0" means
         # "any version" to a watch).
         self._rv = 1
@@ -208,13 +214,16 @@ class EventLog:
         return self._rv
 
     def record(self, event: StoredEvent) -> None:
-        """Keep an event in the history and deliver it to the watches of its kind."""
-        if self._history.maxlen == 0:
-            self._compacted = event.rv
+        """Keep an event in its kind's history and deliver it to the watches of its kind."""
+        if self._size == 0:
+            self._compacted[event.kind] = event.rv
         else:
-            if len(self._history) == self._history.maxlen:
-                self._compacted = self._history[0].rv
-            self._history.append(event)
+            history = self._history.get(event.kind)
+            if history is None:
+                history = self._history[event.kind] = deque(maxlen=self._size)
+            if len(history) == self._size:
+                self._compacted[event.kind] = history[0].rv
+            history.append(event)
         for stream in self._watches.get(event.kind, {}):
             delivered = stream.filter.translate(event)
             if delivered is not None:
@@ -231,8 +240,10 @@ class EventLog:
         timeout_seconds: float | None,
     ) -> FakeWatchStream:
         """Open a watch: ``initial`` objects as ADDED then live events, or the history after ``since``."""
-        if since is not None and since < self._compacted:
-            return FakeWatchStream.failed(resource, gone(since, self._compacted + 1))
+        kind = res_key(resource)
+        compacted = max(self._floor, self._compacted.get(kind, 0))
+        if since is not None and since < compacted:
+            return FakeWatchStream.failed(resource, gone(since, compacted + 1))
         stream = FakeWatchStream(
             self,
             resource,
@@ -244,18 +255,16 @@ class EventLog:
         for obj in initial:
             stream.push(ADDED, obj)
         if since is not None:
-            kind = res_key(resource)
             replay: list[StoredEvent] = []
-            for event in reversed(self._history):
+            for event in reversed(self._history.get(kind, ())):
                 if event.rv <= since:
                     break
-                if event.kind == kind:
-                    replay.append(event)
+                replay.append(event)
             for event in reversed(replay):
                 delivered = watch_filter.translate(event)
                 if delivered is not None:
                     stream.push(*delivered)
-        self._watches.setdefault(res_key(resource), {})[stream] = None
+        self._watches.setdefault(kind, {})[stream] = None
         return stream
 
     def unregister(self, stream: FakeWatchStream) -> None:
@@ -265,13 +274,16 @@ class EventLog:
         return [stream for by_kind in self._watches.values() for stream in by_kind]
 
     def compact(self, keep_last: int) -> None:
-        """Forget all but the last ``keep_last`` events."""
+        """Forget all but the last ``keep_last`` events of each kind."""
         if keep_last < 0:
             raise ValueError(f"keep_last must be >= 0 (got {keep_last})")
-        while len(self._history) > keep_last:
-            self._compacted = self._history.popleft().rv
-        if not self._history:
-            self._compacted = self._rv
+        for kind, history in self._history.items():
+            while len(history) > keep_last:
+                self._compacted[kind] = history.popleft().rv
+            if not history:
+                self._compacted[kind] = self._rv
+        if keep_last == 0:
+            self._floor = self._rv
 
     def send_bookmarks(self) -> None:
         for stream in self.streams():

@@ -67,6 +67,22 @@ def test_history_window_answers_gone_beyond_it() -> None:
     assert summary(list(since_first)) == [("ADDED", "b"), ("ADDED", "c")]
 
 
+def test_the_history_window_is_per_kind_so_other_kinds_do_not_push_pods_out() -> None:
+    # kube-apiserver keeps a watch cache per resource: a burst of ConfigMaps (or Events) must not make a
+    # pod watch resuming from before it answer 410.
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES, history_size=2, watch_blocking=False)
+    start = fake.resource_version
+    fake.create(PODS, "ns", pod("p"))
+    for name in "abcde":
+        fake.create(CONFIG_MAPS, "ns", {"metadata": {"name": name}})
+    assert summary(list(fake.watch(PODS, "ns", resource_version=start))) == [("ADDED", "p")]
+    with pytest.raises(GoneError):
+        list(fake.watch(CONFIG_MAPS, "ns", resource_version=start))
+    fake.compact()
+    with pytest.raises(GoneError):  # compact() forgets every kind's history
+        list(fake.watch(PODS, "ns", resource_version=start))
+
+
 def test_without_history_only_the_current_version_can_be_watched() -> None:
     fake = FakeKubernetes(namespaces=TEST_NAMESPACES, history_size=0, watch_blocking=False)
     start = fake.resource_version
