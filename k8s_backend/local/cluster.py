@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import secrets
 import shutil
 import signal
@@ -38,6 +37,7 @@ from k8s_backend.kube.port import NAMESPACES, PODS, ApiError, KubernetesApi
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.local.kubeconfig import KubeconfigPath, kubeconfig_document, write_private
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
+from k8s_backend.local.kubelet.nodes import default_nodes as default_nodes  # re-exported: an old import path
 from k8s_backend.local.namespaces import ensure_namespace
 from k8s_backend.testing.fake import FakeKubernetes
 
@@ -49,21 +49,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONTEXT_NAME = "k8s-backend-local"
+# A local cluster may serve for days: its logs of calls (each with a copy of its body) and of requests
+# keep only the latest (far more than a test or benchmark reads).
+CALL_LOG_SIZE, REQUEST_LOG_SIZE = 20_000, 100_000
 _HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _T = TypeVar("_T")
-
-
-def default_nodes(run_processes: bool) -> list[Node]:
-    """One node sized for this machine when processes really run; a huge one for allocation-only tests."""
-    if not run_processes:
-        return [Node.of("node-1", cpu="100000", memory="1000Ti")]
-    cpus = max(4, 2 * (os.cpu_count() or 2))
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        memory_mi = max(4096, memory // (1024 * 1024))
-    except (ValueError, OSError, AttributeError):
-        memory_mi = 8192
-    return [Node.of("node-1", cpu=str(cpus), memory=f"{memory_mi}Mi")]
 
 
 class LocalCluster:
@@ -164,7 +154,7 @@ class LocalCluster:
     def _start_embedded(self, work_dir: Path) -> None:
         from k8s_backend.local.apiserver import ApiServer
 
-        self._fake = FakeKubernetes(graceful_pod_deletion=self._graceful)
+        self._fake = FakeKubernetes(graceful_pod_deletion=self._graceful, call_log_size=CALL_LOG_SIZE)
         self._fake.create(NAMESPACES, None, {"metadata": {"name": "default"}})
         serving = None
         if self._tls:  # a CA of this cluster's own, so that kubectl (never a token over http) works
@@ -179,6 +169,7 @@ class LocalCluster:
             token=self._token,
             logs=self._log_path,
             tls=serving,
+            request_log_size=REQUEST_LOG_SIZE,
         )
         self._server.start()
         self._kubelet = ProcessKubelet(

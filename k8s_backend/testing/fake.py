@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,6 +55,8 @@ class FakeKubernetes(FaultControls):
     :param graceful_pod_deletion: True keeps deleted pods (with deletionTimestamp) for their grace
         period, until :meth:`finalize` or until :meth:`tick` sees the period has passed.
     :param seed: seeds the uids and generated names, for reproducible runs.
+    :param call_log_size: how many of the latest calls :attr:`calls` keeps (None: all, for tests; a
+        long-running local cluster bounds it, each call holding a copy of its body).
     :param namespaces: namespaces to create at once. As on a real server, objects can only be created
         in a namespace that exists: these, the ones created later, and ``default``, ``kube-system``,
         ``kube-public`` and ``kube-node-lease``, which always exist. Likewise a pod may only name a
@@ -69,6 +72,7 @@ class FakeKubernetes(FaultControls):
         *,
         seed: int | None = None,
         namespaces: Iterable[str] = (),
+        call_log_size: int | None = None,
     ) -> None:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._lock = threading.RLock()
@@ -77,7 +81,7 @@ class FakeKubernetes(FaultControls):
         )
         self._deletions = Deletions(self._server, graceful_pod_deletion=graceful_pod_deletion)
         self._faults = FaultInjector()
-        self._calls: list[Call] = []
+        self._calls: deque[Call] = deque(maxlen=call_log_size)
         with self._lock:
             for namespace in namespaces:
                 self._server.create(NAMESPACES, None, {"metadata": {"name": namespace}})

@@ -207,3 +207,10 @@ def test_control_plane_writes_are_not_recorded(fake: FakeKubernetes) -> None:
     fake.compact()
     fake.tick()
     assert fake.calls == []
+
+
+def test_a_bounded_call_log_keeps_the_latest_calls() -> None:
+    fake = FakeKubernetes(namespaces=TEST_NAMESPACES, call_log_size=2)
+    for name in ("a", "b", "c"):
+        fake.create(CONFIG_MAPS, "ns", {"metadata": {"name": name}})
+    assert [call.name for call in fake.calls] == ["b", "c"]

@@ -283,6 +283,16 @@ def test_request_log_records_method_path_and_status(server: ApiServer, api: Offi
     ]
 
 
+def test_a_bounded_request_log_keeps_the_latest(fake: FakeKubernetes) -> None:
+    with ApiServer(fake, token=TOKEN, request_log_size=2) as bounded:
+        api = make_api(bounded, [])
+        for name in ("a", "b", "c"):
+            with pytest.raises(NotFoundError):
+                api.get(PODS, "default", name)
+        assert [record.path.rsplit("/", 1)[-1] for record in bounded.request_log] == ["b", "c"]
+        api.close()
+
+
 def test_unknown_paths_and_methods(raw: Raw) -> None:
     assert raw.request("GET", "/nothing")[0] == 404
     assert raw.request("GET", "/api/v1/namespaces/default/widgets")[0] == 404

@@ -14,6 +14,7 @@ import socket
 import ssl
 import sys
 import threading
+from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,11 @@ class ApiServer:
         token: str | None = None,
         logs: LogLocator | None = None,
         tls: tuple[Path, Path] | None = None,
+        request_log_size: int | None = None,
     ) -> None:
         """``logs`` finds container log files (a kubelet's), which ``pods/{name}/log`` serves; ``tls``
-        (certificate, key) serves https instead of http."""
+        (certificate, key) serves https instead of http; ``request_log_size`` bounds :attr:`request_log`
+        to the latest requests (None: all)."""
         self.api = api
         self.endpoints = Endpoints(api)
         self.pod_logs = None if logs is None else PodLogs(api, logs)
@@ -75,7 +78,7 @@ class ApiServer:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._all_closed = threading.Condition(self._lock)
-        self._records: list[RequestRecord] = []
+        self._records: deque[RequestRecord] = deque(maxlen=request_log_size)
         self._connections: set[socket.socket] = set()
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -140,7 +143,7 @@ class ApiServer:
 
     @property
     def request_log(self) -> list[RequestRecord]:
-        """Every answered request so far, oldest first (a copy)."""
+        """The answered requests, oldest first (a copy): every one, or the latest ``request_log_size``."""
         with self._lock:
             return list(self._records)
 

@@ -6,6 +6,7 @@ only caller, so nothing here locks.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -186,3 +187,16 @@ class NodePool:
             reasons.append(f"{mismatched} node(s) didn't match Pod's node affinity/selector")
         total = len(self._nodes)
         return f"0/{total} nodes are available: {', '.join(reasons)}."
+
+
+def default_nodes(run_processes: bool) -> list[Node]:
+    """One node sized for this machine when processes really run; a huge one for allocation-only tests."""
+    if not run_processes:
+        return [Node.of("node-1", cpu="100000", memory="1000Ti")]
+    cpus = max(4, 2 * (os.cpu_count() or 2))
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        memory_mi = max(4096, memory // (1024 * 1024))
+    except (ValueError, OSError, AttributeError):
+        memory_mi = 8192
+    return [Node.of("node-1", cpu=str(cpus), memory=f"{memory_mi}Mi")]
