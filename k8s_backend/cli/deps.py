@@ -27,7 +27,7 @@ class Dependencies:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     wall_clock: Callable[[], float] = time.time
-    verbosity: int = 0  # -v/--verbose before a submit's application file: tracebacks are shown
+    verbosity: int = 0  # -v/--verbose (a submit's: before its application file): tracebacks are shown
 
 
 def version() -> str:

@@ -14,6 +14,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+import attrs
+
 from k8s_backend.cli import app_commands, local
 from k8s_backend.cli.deps import Dependencies, version
 from k8s_backend.cli.errors import CliError
@@ -41,6 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     app_commands.add_parsers(subparsers)
     local.add_parser(subparsers)
+    for name, command in subparsers.choices.items():
+        if name != SUBMIT:  # submit reads -v itself, only before the application file
+            command.add_argument(
+                "-v",
+                "--verbose",
+                action="count",
+                default=0,
+                help="show what k8s_backend does (INFO; -v -v: DEBUG) and the traceback of an error",
+            )
     return parser
 
 
@@ -54,6 +65,10 @@ def run(argv: Sequence[str], deps: Dependencies) -> int:
             return submit_command(args[1:], deps)
         parser = build_parser()
         namespace = parser.parse_args(args)
+        level = int(getattr(namespace, "verbose", 0) or 0)
+        if level > deps.verbosity:
+            deps = attrs.evolve(deps, verbosity=level)
+            raise_package_logging(level)
         handler: app_commands.Handler | None = getattr(namespace, "handler", None)
         if handler is not None:
             return handler(namespace, deps)
@@ -73,8 +88,10 @@ def run(argv: Sequence[str], deps: Dependencies) -> int:
         return 130
     except Exception as error:  # a failure no check foresaw: still one line, the traceback with -v
         told = f"{type(error).__name__}: {error}"
-        if not deps.verbosity and args[:1] == [SUBMIT]:
-            told += " (k8s-backend submit -v ... shows the traceback)"
+        if not deps.verbosity:
+            command = args[0] if args and not args[0].startswith("-") else None
+            if command is not None:
+                told += f" (k8s-backend {command} -v ... shows the traceback)"
         return report(error, told, 1, deps)
 
 
@@ -112,9 +129,14 @@ def configure_logging(verbosity: int) -> None:
     handler.setFormatter(IsoTimeFormatter(LOG_FORMAT))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     if verbosity:
-        logging.getLogger(PACKAGE_LOGGER).setLevel(logging.INFO if verbosity == 1 else logging.DEBUG)
+        raise_package_logging(verbosity)
     else:
         logging.getLogger().addFilter(quiet_py4j_interrupts)
+
+
+def raise_package_logging(verbosity: int) -> None:
+    """``-v``: k8s_backend's own loggers at INFO; ``-v -v``: DEBUG."""
+    logging.getLogger(PACKAGE_LOGGER).setLevel(logging.INFO if verbosity == 1 else logging.DEBUG)
 
 
 class IsoTimeFormatter(logging.Formatter):

@@ -138,9 +138,10 @@ def test_an_unforeseen_error_is_one_line_and_v_shows_the_traceback(monkeypatch: 
     monkeypatch.setattr(app_commands, "list_command", broken)
     quiet = cli(["list", "--master", MASTER])
     assert quiet.code == 1
-    assert quiet.err.splitlines() == ["k8s-backend: error: LookupError: something no check foresaw"]
+    told = "k8s-backend: error: LookupError: something no check foresaw"
+    assert quiet.err.splitlines() == [f"{told} (k8s-backend list -v ... shows the traceback)"]
     loud = cli(["list", "--master", MASTER], verbosity=1)
-    assert "Traceback" in loud.err and loud.err.splitlines()[-1] == quiet.err.splitlines()[0]
+    assert "Traceback" in loud.err and loud.err.splitlines()[-1] == told
 
 
 def test_py4j_interrupt_records_on_the_root_logger_are_dropped() -> None:
@@ -172,3 +173,28 @@ def test_java_stack_frames_are_left_out_of_the_jvms_log_after_its_start() -> Non
             "starting\n26/12/02 ERROR SparkContext: Error initializing SparkContext.\n"
             "java.lang.IllegalStateException: stopped\nnext\n"
         )
+
+
+def _broken_connection(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("boom")  # a failure no check foresaw
+
+
+@pytest.mark.parametrize("command", [["status", "spark-1"], ["list"], ["gc"]])
+def test_every_command_tells_an_unforeseen_error_in_one_line_and_v_shows_its_traceback(
+    command: list[str],
+) -> None:
+    quiet = cli(command, connect=_broken_connection)
+    assert quiet.code == 1
+    assert quiet.err.strip().splitlines() == [
+        f"k8s-backend: error: RuntimeError: boom (k8s-backend {command[0]} -v ... shows the traceback)"
+    ]
+    package = logging.getLogger("k8s_backend")
+    level = package.level
+    try:
+        verbose = cli([*command, "-v"], connect=_broken_connection)
+        assert package.level == logging.INFO  # -v raises k8s_backend's loggers, as submit's does
+    finally:
+        package.setLevel(level)
+    assert verbose.code == 1
+    assert "Traceback (most recent call last)" in verbose.err
+    assert verbose.err.strip().splitlines()[-1] == "k8s-backend: error: RuntimeError: boom"
