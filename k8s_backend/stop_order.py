@@ -7,6 +7,7 @@ Deletes that still fail are retried in the background (a short API outage at sto
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -15,6 +16,7 @@ import attrs
 
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 from k8s_backend.conf.model import KubernetesConf
+from k8s_backend.errors import ConfigError
 from k8s_backend.executor_ops import ExecutorOperations
 from k8s_backend.executors.monitor import ExecutorMonitor
 from k8s_backend.kube.labels import app_selector, executor_selector
@@ -213,7 +215,9 @@ def _stop_steps(
 
 def timeline_writer(path: str, monitor: ExecutorMonitor, title: str) -> Callable[[], None]:
     """The stop step that writes the executor timeline to ``path`` (a failure is logged, not raised:
-    a report must not keep the cleanup from going on)."""
+    a report must not keep the cleanup from going on). A path that cannot be written is a
+    :class:`ConfigError` now, at start, rather than a warning after the whole run."""
+    _check_writable(path)
 
     def write() -> None:
         page = render_html(monitor.timeline(title))
@@ -228,3 +232,14 @@ def timeline_writer(path: str, monitor: ExecutorMonitor, title: str) -> Callable
         log.info("Wrote the executor timeline to %s", path)
 
     return write
+
+
+def _check_writable(path: str) -> None:
+    target = Path(path)
+    folder, told = target.parent, f"spark.kubernetes.report.timeline={path}"
+    if target.is_dir():
+        raise ConfigError(f"{told} is a directory: name the HTML file, e.g. {target / 'timeline.html'}")
+    if not folder.is_dir():
+        raise ConfigError(f"{told}: no directory {folder}: create it, or name a file in an existing one")
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ConfigError(f"{told} cannot be written (permission denied): name a file you can write")

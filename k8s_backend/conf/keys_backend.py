@@ -334,7 +334,8 @@ METRICS_KEYS: tuple[Key, ...] = (
         Kind.STRING,
         None,
         "At `stop()`, write the executor timeline to this file: self-contained HTML, one row of spans "
-        "per executor, the target and markers (see the README's Executor timeline).",
+        "per executor, the target and markers (see the README's Executor timeline). A path that cannot be "
+        "written is refused when the backend starts.",
         field="report_timeline",
         check=not_empty(),
         has_spark_entry=False,

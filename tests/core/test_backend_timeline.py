@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from k8s_backend import KubernetesClusterSchedulerBackend
+import pytest
+
+from k8s_backend import ConfigError, KubernetesClusterSchedulerBackend
 from k8s_backend.kube.port import PODS
 from k8s_backend.testing.fake import FakeKubernetes
 
@@ -80,13 +82,15 @@ def test_stop_writes_the_timeline_of_what_happened(tmp_path: Path) -> None:
     assert not (tmp_path / "timeline.html.partial").exists()
 
 
-def test_an_unwritable_path_does_not_keep_stop_from_cleaning_up(tmp_path: Path) -> None:
+def test_a_path_unwritable_by_stop_does_not_keep_stop_from_cleaning_up(tmp_path: Path) -> None:
     fake = FakeKubernetes()
+    folder = tmp_path / "gone-by-stop"
+    folder.mkdir()
     backend = KubernetesClusterSchedulerBackend.create(
         {
             "spark.kubernetes.container.image": "spark:4.3.0",
             "spark.executor.instances": "1",
-            "spark.kubernetes.report.timeline": str(tmp_path / "missing-dir" / "t.html"),
+            "spark.kubernetes.report.timeline": str(folder / "t.html"),
         },
         app_id="app-timeline-2",
         driver_url="spark://CoarseGrainedScheduler@d:7078",
@@ -94,5 +98,26 @@ def test_an_unwritable_path_does_not_keep_stop_from_cleaning_up(tmp_path: Path) 
     )
     backend.start()
     assert wait_for(lambda: len(fake.objects(PODS, "default")) == 1)
+    folder.rmdir()
     backend.stop()
     assert fake.objects(PODS, "default") == []
+
+
+@pytest.mark.parametrize(
+    ("where", "told"), [("missing-dir/t.html", "no directory"), (".", "is a directory")]
+)
+def test_a_path_that_cannot_be_written_is_refused_at_start_naming_the_key(
+    tmp_path: Path, where: str, told: str
+) -> None:
+    fake = FakeKubernetes()
+    with pytest.raises(ConfigError, match=f"spark.kubernetes.report.timeline=.*{told}"):
+        KubernetesClusterSchedulerBackend.create(
+            {
+                "spark.kubernetes.container.image": "spark:4.3.0",
+                "spark.kubernetes.report.timeline": str(tmp_path / where),
+            },
+            app_id="app-timeline-3",
+            driver_url="spark://CoarseGrainedScheduler@d:7078",
+            api=fake,
+        )
+    assert fake.calls == []  # nothing was created
