@@ -71,10 +71,9 @@ class LocalCluster:
     :param control_plane: ``"embedded"`` (the in-memory API server) or ``"kubernetes"`` (a real control
         plane built from the official Go modules, https only; no :attr:`fake`, :attr:`server`, ``host``
         or ``port``; deletion is always graceful).
-    :param events: the kubelet (and, on the embedded server, its scheduler) records Kubernetes Events of
-        the pods (Scheduled, FailedScheduling, Pulled, Created, Started, Killing, image pull failures,
-        back-offs), deduplicated with a count and deleted an hour after they were last seen, as a real
-        cluster's; ``k8s-backend events ID`` shows them. False records none.
+    :param events: the kubelet (and the embedded server's scheduler) record the pods' Kubernetes Events
+        as a real cluster's (Scheduled, FailedScheduling, Pulled, Started, Killing, ...: deduplicated,
+        expired after an hour); ``k8s-backend events ID`` shows them. False records none.
     """
 
     def __init__(
@@ -135,9 +134,11 @@ class LocalCluster:
                 raise RuntimeError("this LocalCluster was already started; create a new one")
             self._started = True
         atexit.register(self.stop)
+        made = None  # a given work dir this start creates: removed again if the start fails
         try:
             self._install_signal_handlers()
             self._work_dir = self._given_work_dir or Path(tempfile.mkdtemp(prefix="k8s-backend-local-"))
+            made = None if self._work_dir.exists() else self._work_dir
             self._work_dir.mkdir(parents=True, exist_ok=True)
             if self._control_plane_kind == "kubernetes":
                 self._start_real(self._work_dir)
@@ -147,6 +148,8 @@ class LocalCluster:
             write_private(self._kubeconfig, yaml.safe_dump(self.kubeconfig_dict(), sort_keys=False))
         except BaseException:
             self.stop()
+            if made is not None:
+                shutil.rmtree(made, ignore_errors=True)
             raise
         log.info("local cluster at %s (kubeconfig %s)", self.url, self._kubeconfig)
         return self

@@ -257,3 +257,13 @@ def test_the_repr_says_where_it_runs_and_the_image_follows_pyspark() -> None:
         image = cluster.spark_conf()["spark.kubernetes.container.image"]
         assert image == f"apache/spark:{metadata.version('pyspark')}"
     assert repr(cluster).startswith("<LocalCluster stopped;")
+
+
+def test_a_failed_start_removes_the_work_dir_it_made_and_keeps_one_that_was_there(tmp_path: Path) -> None:
+    made, there = tmp_path / "made" / "work", tmp_path / "there"
+    there.mkdir()
+    for work in (made, there):
+        with pytest.raises(OSError):  # 192.0.2.1 (TEST-NET-1) is no address of this machine
+            LocalCluster(run_processes=False, host="192.0.2.1", work_dir=work).start()
+    assert not made.exists()
+    assert there.is_dir()
