@@ -68,9 +68,11 @@ def explain_api_error(
     Other errors keep the server's own message.
     """
     if isinstance(error, ApiConnectionError):
+        # The adapter's message may already say where the URL came from: say it once.
+        source = "" if endpoint.source in error.message else f" (from {endpoint.source})"
         return UsageError(
-            f"cannot reach the Kubernetes API at {endpoint.url} (from {endpoint.source}): {error.message}. "
-            "Check the URL in --master / spark.master (pyk8s://https://HOST:PORT), or your kubeconfig"
+            f"cannot reach the Kubernetes API at {endpoint.url}{source}: {error.message}. Check the URL in "
+            "--master / spark.master (pyk8s://https://HOST:PORT), or --kubeconfig / --context"
         )
     if isinstance(error, UnauthorizedError):
         return UsageError(

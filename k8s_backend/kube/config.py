@@ -115,8 +115,9 @@ def build_client_settings(
             raise ConfigError(
                 "No Kubernetes API server configured: spark.master is not k8s://..., no kubeconfig "
                 f"(KUBECONFIG is unset and {_default_kubeconfig(env)} does not exist), and not running in "
-                "a pod (KUBERNETES_SERVICE_HOST is unset). Set spark.master=k8s://https://HOST:PORT or "
-                "provide a kubeconfig.",
+                "a pod (KUBERNETES_SERVICE_HOST is unset). Set the master to the API server "
+                "(pyk8s://https://HOST:PORT, or k8s://... for Spark's own backend; k8s-backend --master), or "
+                "give a kubeconfig (KUBECONFIG, spark.kubernetes.kubeconfig, k8s-backend --kubeconfig).",
                 key=KEYS["master"],
                 value="",
             )

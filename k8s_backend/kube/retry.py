@@ -103,7 +103,8 @@ class RetryPolicy:
         except ApiError as error:
             if _adapter_retries(error):
                 attempts = retrying.statistics.get("attempt_number", 1)
-                log.warning(
+                # INFO: the error is raised, and whoever catches it tells it (the CLI in one line).
+                log.info(
                     "Kubernetes API %s %s still failing after %d attempts; giving up: %s",
                     verb,
                     path,

@@ -100,7 +100,7 @@ def test_the_default_budget_is_fabric8_s_ten_attempts_within_thirty_seconds() ->
 
 
 def test_giving_up_is_logged_once_with_the_attempts(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="k8s_backend.kube.retry")
+    caplog.set_level(logging.INFO, logger="k8s_backend.kube.retry")
     with pytest.raises(ServerError):
         policy([], max_attempts=3).call(Flaky(*[ServerError("down")] * 3), verb="GET", path="/p")
     gave_up = [r.getMessage() for r in caplog.records if "giving up" in r.getMessage()]
