@@ -10,12 +10,16 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from k8s_backend.cli.console import Console
 from k8s_backend.kube.quantity import cpu_millis, memory_bytes
 from k8s_backend.local.images import default_spark_image
+from k8s_backend.local.kubeconfig import CONTEXT_NAME, KubeconfigEntry, kubeconfig_document
 from k8s_backend.local.kubelet.nodes import Node
+
+if TYPE_CHECKING:
+    from k8s_backend.local.cluster import LocalCluster
 
 LOOPBACK_NAMES = ("localhost",)
 CONTROL_PLANES = ("embedded", "kubernetes")
@@ -79,6 +83,19 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--work-dir", default=None, help="pod volumes and container logs (default: a temp dir)"
     )
     parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        metavar="PATH",
+        help="also add this cluster to the kubeconfig file PATH (created if missing) as the current "
+        "context, and take it out again on exit (default: only the work dir's own kubeconfig)",
+    )
+    parser.add_argument(
+        "--context",
+        default=None,
+        metavar="NAME",
+        help=f"the name of the cluster, user and context added to --kubeconfig (default: {CONTEXT_NAME})",
+    )
+    parser.add_argument(
         "--stop-grace", type=float, default=3.0, help="SIGTERM→SIGKILL grace on exit, seconds"
     )
     parser.add_argument(
@@ -90,6 +107,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def argument_problem(args: argparse.Namespace) -> str | None:
     """The first option whose value cannot work, as ``--option VALUE: why; the fix``, or None."""
+    kubeconfig, context = getattr(args, "kubeconfig", None), getattr(args, "context", None)
+    if context is not None and kubeconfig is None:
+        return f"--context {context}: names the context added to --kubeconfig PATH; give --kubeconfig too"
+    if kubeconfig is not None:
+        problem = KubeconfigEntry.problem(Path(kubeconfig).expanduser(), context or CONTEXT_NAME)
+        if problem is not None:
+            return problem
     if not 0 <= args.port <= 65535:
         return f"--port {args.port}: not a TCP port; use 1 to 65535, or leave --port out for a free port"
     if not math.isfinite(args.stop_grace) or args.stop_grace < 0:
@@ -304,11 +328,18 @@ def run_local(
         console.error(told)
         return 2
     stop = stop or threading.Event()
+    entry = None
     try:
+        kubeconfig = str(cluster.kubeconfig)
+        if getattr(args, "kubeconfig", None) is not None:
+            path, name = Path(args.kubeconfig).expanduser(), args.context or CONTEXT_NAME
+            entry = _kubeconfig_entry(cluster, path, name)
+            entry.add()
+            kubeconfig = f"{path}  (context {name}, the current one until this cluster stops)"
         stream.write(
             describe(
                 cluster.url,
-                str(cluster.kubeconfig),
+                kubeconfig,
                 str(cluster.work_dir),
                 cluster.token,
                 args.image,
@@ -324,8 +355,18 @@ def run_local(
     except KeyboardInterrupt:
         stream.write("\nstopped.\n")
     finally:
-        cluster.stop()
+        try:
+            if entry is not None:
+                entry.remove()
+        finally:
+            cluster.stop()
     return 0
+
+
+def _kubeconfig_entry(cluster: LocalCluster, path: Path, name: str) -> KubeconfigEntry:
+    ca = cluster.ca_cert.read_bytes() if cluster.ca_cert is not None else None
+    document = kubeconfig_document(cluster.url, cluster.token, context=name, ca_pem=ca, namespace="default")
+    return KubeconfigEntry(path, document)
 
 
 def main(argv: list[str] | None = None) -> int:

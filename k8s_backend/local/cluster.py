@@ -35,7 +35,7 @@ import yaml
 from k8s_backend.kube.masters import pyk8s_url
 from k8s_backend.kube.port import NAMESPACES, PODS, ApiError, KubernetesApi
 from k8s_backend.local.images import default_spark_image
-from k8s_backend.local.kubeconfig import KubeconfigPath, kubeconfig_document, write_private
+from k8s_backend.local.kubeconfig import CONTEXT_NAME, KubeconfigPath, kubeconfig_document, write_private
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
 from k8s_backend.local.kubelet.nodes import default_nodes as default_nodes  # re-exported: an old import path
 from k8s_backend.local.namespaces import ensure_namespace
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONTEXT_NAME = "k8s-backend-local"
 # A local cluster may serve for days: its logs of calls (each with a copy of its body) and of requests
 # keep only the latest (far more than a test or benchmark reads).
 CALL_LOG_SIZE, REQUEST_LOG_SIZE = 20_000, 100_000

@@ -7,6 +7,7 @@ import io
 import socket
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -203,3 +204,73 @@ def test_a_work_dir_that_cannot_be_made_is_one_line(
     assert main(["local", "--no-processes", "--work-dir", str(tmp_path / "file" / "sub")]) == 2
     line = one_error_line(capsys)
     assert line.startswith(f"--work-dir {tmp_path / 'file' / 'sub'}: cannot use it (Not a directory")
+
+
+def run_until_ready(argv: list[str], check: Any) -> str:
+    """Run ``k8s-backend local`` with ``argv`` in a thread, call ``check()`` once it is up, stop it."""
+    out, ready, stop = io.StringIO(), threading.Event(), threading.Event()
+    runner = threading.Thread(
+        target=run_local, args=(parse(argv),), kwargs={"out": out, "ready": ready, "stop": stop}
+    )
+    runner.start()
+    try:
+        assert ready.wait(30)
+        check()
+    finally:
+        stop.set()
+        runner.join(30)
+    return out.getvalue()
+
+
+def test_kubeconfig_adds_the_cluster_as_the_current_context_and_takes_it_out_on_exit(tmp_path: Path) -> None:
+    from kubernetes import client, config
+
+    path = tmp_path / "config"
+    theirs = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "prod", "cluster": {"server": "https://prod.example:6443"}}],
+        "users": [{"name": "me", "user": {"token": "t"}}],
+        "contexts": [{"name": "prod", "context": {"cluster": "prod", "user": "me"}}],
+        "current-context": "prod",
+    }
+    path.write_text(yaml.safe_dump(theirs))
+
+    def check() -> None:
+        merged = yaml.safe_load(path.read_text())
+        assert merged["current-context"] == "mine"
+        assert [c["name"] for c in merged["contexts"]] == ["prod", "mine"]
+        assert path.stat().st_mode & 0o777 == 0o600  # it holds a token
+        api = client.CoreV1Api(config.new_client_from_config(str(path), context="mine"))
+        assert api.list_namespaced_pod("default").items == []  # the entry reaches this cluster
+
+    argv = ["local", "--no-processes", "--work-dir", str(tmp_path / "w")]
+    out = run_until_ready([*argv, "--kubeconfig", str(path), "--context", "mine"], check)
+    assert f"{path}  (context mine" in out
+    assert yaml.safe_load(path.read_text()) == theirs  # as it was: entry gone, prod current again
+    created = tmp_path / "new-config"
+    run_until_ready([*argv, "--kubeconfig", str(created)], lambda: None)
+    assert not created.exists()  # made for this cluster alone: gone with it
+
+
+@pytest.mark.parametrize(
+    ("flags", "told"),
+    [
+        (["--context", "x"], "--context x: names the context added to --kubeconfig PATH"),
+        (["--kubeconfig", "{tmp}"], "is a directory"),
+        (["--kubeconfig", "{tmp}/nodir/config"], "no directory"),
+        (["--kubeconfig", "{tmp}/bad"], "not a kubeconfig"),
+        (["--kubeconfig", "{tmp}/taken"], "already has a context named k8s-backend-local; choose another"),
+        (["--kubeconfig", "{tmp}/c", "--context", " "], "--context is empty"),
+    ],
+)
+def test_a_kubeconfig_that_cannot_take_the_cluster_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], told: str
+) -> None:
+    (tmp_path / "bad").write_text("- just\n- a list\n")
+    taken = {"contexts": [{"name": "k8s-backend-local", "context": {}}]}
+    (tmp_path / "taken").write_text(yaml.safe_dump(taken))
+    argv = ["local", "--no-processes", *(flag.replace("{tmp}", str(tmp_path)) for flag in flags)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("k8s-backend: error: ") and told in err[0], err
