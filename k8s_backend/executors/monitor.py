@@ -46,6 +46,7 @@ class ExecutorMonitor:
         self._on_application_failed = on_application_failed
         self._lock = threading.Lock()
         self._failed = False
+        self._told_ended: set[int] = set()
         self.stuck_notices: list[ExecutorStuck] = []
 
     def start(self) -> None:
@@ -57,6 +58,8 @@ class ExecutorMonitor:
             now = self._clock.now()
             notices = self._tracker.on_batch(batch, now)
             self._timeline.registered((int(i) for i in registered if str(i).isdigit()), now)
+            ended = self._ended(update.executor_id for update in batch.updates)
+        _tell_ended(ended)
         for notice in notices:
             if isinstance(notice, ExecutorStuck):
                 self.stuck_notices.append(notice)
@@ -135,10 +138,27 @@ class ExecutorMonitor:
     def lost(self, executor_id: int, detail: str) -> None:
         with self._lock:
             self._tracker.lost(executor_id, detail, self._clock.now())
+            ended = self._ended([executor_id])
+        _tell_ended(ended)
+
+    def _ended(self, executor_ids: Iterable[int]) -> list[tuple[int, str]]:
+        """Those of ``executor_ids`` that reached a final state and were not told yet, with their history
+        line (lock held)."""
+        out = []
+        for executor_id in executor_ids:
+            record = self._tracker.record(executor_id)
+            if record is not None and record.state.is_final and executor_id not in self._told_ended:
+                self._told_ended.add(executor_id)
+                out.append((executor_id, self._tracker.describe(executor_id)))
+        if len(self._told_ended) > 4096:  # forget executors the tracker itself no longer keeps
+            self._told_ended &= set(self._tracker.histories())
+        return out
 
     def removed(self, executor_id: int, detail: str) -> None:
         with self._lock:
             self._tracker.removed(executor_id, detail, self._clock.now())
+            ended = self._ended([executor_id])
+        _tell_ended(ended)
 
     def stuck_reasons(self, min_wait: float | None = None) -> list[str]:
         with self._lock:
@@ -161,3 +181,9 @@ class ExecutorMonitor:
 
 def _ids(ids: list[int]) -> str:
     return ", ".join(str(i) for i in ids) or "(none)"
+
+
+def _tell_ended(ended: Iterable[tuple[int, str]]) -> None:
+    # The whole history, once, when an executor ends: the same ISO 8601 line as status() and the CLI's.
+    for executor_id, history in ended:
+        log.info("Executor %d ended: %s", executor_id, history)

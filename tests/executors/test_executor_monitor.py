@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
+import pytest
 from executor_tracking_pods import IMAGE, RULES, T0, UNSCHEDULABLE, batch, make_tracker, pod, state
 
 from k8s_backend.executors.monitor import ExecutorMonitor
@@ -123,3 +125,27 @@ def test_no_failure_listener_means_no_failure() -> None:
     h.clock.advance(500)
     monitor.on_batch(batch())  # must not raise
     assert h.tracker.record(1) is not None
+
+
+def test_an_executor_that_ends_is_logged_once_with_its_history_in_iso_times(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = Harness()
+    h.monitor.requested(1, 0)
+    h.monitor.requested(2, 0)
+    h.monitor.start()
+    with caplog.at_level(logging.INFO, logger="k8s_backend.executors.monitor"):
+        h.store.update_pod(pod(1, "Running"))
+        h.scheduler.advance(1.0)
+        h.store.update_pod(pod(1, "Failed", exit_code=137))
+        h.scheduler.advance(1.0)
+        h.store.update_pod(pod(1, "Failed", exit_code=137))  # seen again: not told again
+        h.scheduler.advance(1.0)
+        h.monitor.lost(2, "heartbeat timed out")
+    ended = [r.getMessage() for r in caplog.records if "ended:" in r.getMessage()]
+    assert len(ended) == 2, ended
+    assert re.fullmatch(
+        r"Executor 1 ended: requested \S+Z, running \S+Z, failed 2026-01-01T\d\d:\d\d:\d\d\.000Z exit 137.*",
+        ended[0],
+    ), ended[0]
+    assert ended[1].startswith("Executor 2 ended: requested ") and "lost" in ended[1]
