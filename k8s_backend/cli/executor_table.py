@@ -21,6 +21,7 @@ from k8s_backend.executors.times import iso_time
 from k8s_backend.kube.labels import SPARK_EXECUTOR_ID_LABEL
 from k8s_backend.kube.port import Obj
 from k8s_backend.lifecycle import explain
+from k8s_backend.report.builders import executor_line, pod_moves
 
 EXECUTOR_CONTAINER = "spark-kubernetes-executor"
 OUTPUTS = ("table", "wide", "json")
@@ -43,6 +44,7 @@ class ExecutorRow:
     restarts: int
     registered: bool | None = None  # None: the driver's registrations are not known here
     registered_at: str = ""  # RFC 3339
+    history: tuple[dict[str, Any], ...] = ()  # its states, oldest first: {state, from, to, reason}
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -58,6 +60,7 @@ class ExecutorRow:
             "explanation": self.explanation or None,
             "podIP": self.ip or None,
             "restarts": self.restarts,
+            "history": list(self.history),
         }
 
 
@@ -102,6 +105,24 @@ def executor_row(pod: Obj, now: float, registered: Mapping[str, float] | None = 
         restarts=int(own.get("restartCount") or 0),
         registered=None if registered is None else registered_at is not None,
         registered_at="" if registered_at is None else iso_time(registered_at),
+        history=_history(executor_id, pod, now, registered_at),
+    )
+
+
+def _history(
+    executor_id: str, pod: Obj, now: float, registered_at: float | None
+) -> tuple[dict[str, Any], ...]:
+    """What the pod's own times (and the driver's registration) tell of the executor's states, in the
+    ISO 8601 form of ``status()``'s histories; the current state has no ``to``."""
+    spans = executor_line(executor_id, pod_moves(pod), now, registered_at).spans
+    return tuple(
+        {
+            "state": span.kind,
+            "from": iso_time(span.start),
+            "to": None if span.end >= now and index == len(spans) - 1 else iso_time(span.end),
+            "reason": span.detail or None,
+        }
+        for index, span in enumerate(spans)
     )
 
 

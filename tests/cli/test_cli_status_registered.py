@@ -15,6 +15,7 @@ from k8s_backend.kube.leases import REGISTERED_EXECUTORS_ANNOTATION, heartbeat_l
 from k8s_backend.kube.port import LEASES, PODS
 from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.testing.fake import FakeKubernetes
+from k8s_backend.testing.fake_server import rfc3339
 
 APP = "spark-" + "7" * 32
 LEASE = heartbeat_lease_name(APP)
@@ -94,3 +95,32 @@ def test_without_the_lease_registration_is_unknown_not_an_error() -> None:
     [app] = json.loads(result.out)["applications"]
     assert app["registrationsAsOf"] is None
     assert {e["registered"] for e in app["executors"]} == {None}
+
+
+def test_json_gives_each_executors_history_in_the_iso_times_of_status() -> None:
+    clock = ManualClock(START)
+    fake = FakeKubernetes(clock=clock)
+    labels = {"spark-app-selector": APP, "spark-role": "executor", "spark-exec-id": "1"}
+    spec = {"containers": [{"name": CONTAINER, "image": "i"}]}
+    fake.create(PODS, "default", {"metadata": {"name": "pi-exec-1", "labels": labels}, "spec": spec})
+    scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(START + 1)}
+    running = {"running": {"startedAt": rfc3339(START + 2)}}
+    statuses = [{"name": CONTAINER, "state": running, "restartCount": 0}]
+    status = {"phase": "Running", "conditions": [scheduled], "containerStatuses": statuses}
+    fake.patch_status(PODS, "default", "pi-exec-1", status)
+    scheduler = DeterministicScheduler(clock)
+    beat = DriverHeartbeat(
+        fake, scheduler, clock, namespace="default", app_id=APP, lease_name=LEASE, duration=30,
+        holder="host/1", registered=lambda: {"1": START + 3},
+    )  # fmt: skip
+    beat.start()
+    scheduler.advance(10)
+    result = cli(["status", *M, APP, "-o", "json"], fake, wall_clock=lambda: START + 20)
+    [app] = json.loads(result.out)["applications"]
+    [executor] = app["executors"]
+    assert [(h["state"], h["from"], h["to"]) for h in executor["history"]] == [
+        ("requested", iso_time(START), iso_time(START + 1)),
+        ("pending", iso_time(START + 1), iso_time(START + 2)),
+        ("running", iso_time(START + 2), iso_time(START + 3)),
+        ("registered", iso_time(START + 3), None),  # the current state has no end yet
+    ]
