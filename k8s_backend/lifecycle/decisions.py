@@ -234,6 +234,8 @@ class _Round:
                 self.inactivated.add(executor_id)
 
     def _detect_missing(self, registered: Mapping[int, float]) -> None:
+        # Pods the store held and a list dropped arrive as DELETED updates (already in ``removed`` by
+        # now); this finds the registered executors whose pods the store never held (Spark's check).
         polled_ms = _ms(self.batch.snapshot.full_snapshot_ts)
         delta_ms = _ms(self.settings.missing_pod_detect_delta)
         for executor_id, registered_at in registered.items():

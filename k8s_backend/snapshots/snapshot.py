@@ -17,7 +17,8 @@ class ExecutorPodsSnapshot:
     """Executor id -> pod state at one moment, plus when the last full resync happened.
 
     ``full_snapshot_ts`` changes only when a full list replaced the view; the lifecycle manager uses it to
-    detect executors whose pods vanished without a deletion event.
+    detect executors the driver registered whose pods the view lacks. (A pod the view held and a list
+    dropped is delivered as DELETED by the store, to every subscriber.)
     """
 
     pods: Mapping[int, ExecutorPodState] = _EMPTY

@@ -154,7 +154,8 @@ class ExecutorPodsSnapshotsStore:
 
         Pods the store saw change after the list was taken keep their newer state, and pods created
         after it are kept even though the list lacks them: Spark replaced its view wholesale and so
-        forgot pods it had just created, then created them again.
+        forgot pods it had just created, then created them again. Every other pod the list lacks leaves
+        the view and is delivered as DELETED (its last state seen), so each subscriber learns it is gone.
         """
         list_rv = parse_resource_version(resource_version)
         listed: dict[int, ExecutorPodState] = {}
@@ -192,6 +193,13 @@ class ExecutorPodsSnapshotsStore:
                     if executor_id not in merged and rv is not None and rv > list_rv:
                         merged[executor_id] = current
                 self._list_rv = max(list_rv, self._list_rv or 0)
+            # A pod the view drops is gone: subscribers hear it as a watch's DELETED event would have told
+            # them (with polling alone nothing else does), unless they already heard its deletion.
+            changed.extend(
+                ExecutorPodState(executor_id, PodPhase.DELETED, current.pod)
+                for executor_id, current in self._states.items()
+                if executor_id not in merged and current.phase is not PodPhase.DELETED
+            )
             self._states = merged
             self._full_snapshot_ts = self._clock.now()
             self._view = None

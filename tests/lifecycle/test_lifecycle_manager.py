@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 import pytest
-from lifecycle_fixtures import SPARK_CONTAINER, RecordingDriver, failed_pod, pod_name
+from lifecycle_fixtures import SPARK_CONTAINER, RecordingDriver, failed_pod, pod, pod_name
 
 from k8s_backend.driver import ExecutorLoss
 from k8s_backend.kube.port import PODS, STRATEGIC_MERGE_PATCH, Obj
@@ -159,6 +159,32 @@ def test_missing_pod_is_removed_after_the_detect_delta() -> None:
         "`spark.kubernetes.executor.missingPodDetectDelta`. The executor may have been deleted but the "
         "driver missed the deletion event. Marking this executor as failed."
     )
+
+
+def test_a_pod_a_poll_no_longer_lists_is_reported_once_as_deleted_not_later_as_missing_too() -> None:
+    # Polling alone: the store delivers a pod a newer list dropped as DELETED. The driver hears of it at
+    # that poll (no detect delta: the store knows the list postdates the pod), and the missing-pod check
+    # of later polls, while the driver still lists the executor, does not report it a second time.
+    losses: list[int] = []
+    world = World(registered={"1": 10.0}, listener=lambda i, _: losses.append(i))
+    world.store.replace_snapshot([listed(pod(1, "Running"), rv=5)], resource_version="5")
+    world.clock.set(20.0)
+    world.store.replace_snapshot([], resource_version="30")
+    world.deliver()
+    assert world.driver.removed == [
+        ("1", ExecutorLoss(-1, False, "The executor with id 1 was deleted by a user or the framework."))
+    ]
+    for at in (50.0, 80.0):
+        world.clock.set(at)
+        world.store.replace_snapshot([], resource_version=str(int(at)))
+        world.deliver()
+    assert len(world.driver.removed) == 1
+    assert losses == [1]
+    assert world.deletes() == [], "a pod that is gone is not deleted"
+
+
+def listed(obj: Obj, *, rv: int) -> Obj:
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(rv)}}
 
 
 def test_without_delete_on_termination_the_pod_is_labelled_inactive_and_kept() -> None:

@@ -139,7 +139,11 @@ def test_replace_snapshot_after_update_pod(
     assert set(after_resync.snapshot.pods) == {2}
     assert after_resync.snapshot.full_snapshot_ts == 100.0
     assert after_resync.resynced
-    assert [(s.executor_id, s.phase) for s in after_resync.updates] == [(2, PodPhase.RUNNING)]
+    # Pod 1 left the view: subscribers hear it is gone (Spark's subscribers saw a snapshot without it).
+    assert [(s.executor_id, s.phase) for s in after_resync.updates] == [
+        (2, PodPhase.RUNNING),
+        (1, PodPhase.DELETED),
+    ]
     scheduler.advance(1.0)
     assert not recorder.last().resynced
 

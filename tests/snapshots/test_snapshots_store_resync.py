@@ -181,3 +181,57 @@ def test_a_list_delivers_a_new_version_of_a_pod_in_the_same_phase(
     store.replace_snapshot([unschedulable], resource_version="9")  # the same version again: nothing new
     scheduler.advance(1.0)
     assert batches[-1].updates == ()
+
+
+# ------------------------------------------------------------- what subscribers hear of a pod a list drops
+
+
+def delivered(batches: list[SnapshotBatch]) -> list[tuple[int, PodPhase]]:
+    return [(s.executor_id, s.phase) for b in batches for s in b.updates]
+
+
+def test_a_pod_a_newer_list_drops_is_delivered_as_deleted(
+    scheduler: DeterministicScheduler, store: ExecutorPodsSnapshotsStore
+) -> None:
+    # Polling alone (no watch): a list is the only way subscribers learn that a pod is gone. The view
+    # drops it; every subscriber must hear it, as a watch's DELETED event would have told them.
+    first: list[SnapshotBatch] = []
+    second: list[SnapshotBatch] = []
+    store.add_subscriber(1.0, first.append)
+    store.add_subscriber(1.0, second.append)
+    store.replace_snapshot([executor_pod(1, "Running", rv=5), executor_pod(2, "Running", rv=6)], "10")
+    scheduler.advance(1.0)
+    first.clear()
+    second.clear()
+    store.replace_snapshot([executor_pod(2, "Running", rv=6)], resource_version="30")
+    scheduler.advance(1.0)
+    assert phases(store) == {2: PodPhase.RUNNING}
+    assert delivered(first) == delivered(second) == [(1, PodPhase.DELETED)]
+    (gone,) = first[-1].updates
+    assert gone.name == "spark-app-id-exec-1", "the last pod seen goes with it (its exit code, its name)"
+    store.replace_snapshot([executor_pod(2, "Running", rv=6)], resource_version="40")
+    scheduler.advance(1.0)
+    assert delivered(first[-1:]) == [], "told once: the next list has nothing new"
+
+
+def test_a_pod_whose_deletion_was_already_delivered_is_not_delivered_again_when_a_list_drops_it(
+    scheduler: DeterministicScheduler, store: ExecutorPodsSnapshotsStore
+) -> None:
+    batches: list[SnapshotBatch] = []
+    store.add_subscriber(1.0, batches.append)
+    store.update_pod(executor_pod(1, "Running", rv=5))
+    store.update_pod(executor_pod(1, "Running", rv=20), deleted=True)
+    store.replace_snapshot([], resource_version="30")
+    scheduler.advance(1.0)
+    assert delivered(batches) == [(1, PodPhase.RUNNING), (1, PodPhase.DELETED)]
+
+
+def test_a_stale_list_delivers_no_deletion_of_a_pod_created_after_it(
+    scheduler: DeterministicScheduler, store: ExecutorPodsSnapshotsStore
+) -> None:
+    batches: list[SnapshotBatch] = []
+    store.add_subscriber(1.0, batches.append)
+    store.update_pod(executor_pod(1, "Pending", rv=40))
+    store.replace_snapshot([], resource_version="30")
+    scheduler.advance(1.0)
+    assert delivered(batches) == [(1, PodPhase.PENDING)]
