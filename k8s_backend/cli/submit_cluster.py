@@ -3,9 +3,9 @@
 The order is Spark's (``Client.run``): everything is planned and checked first; after the preflight
 the pod is created, then the Service, the Secret with the driver's API token and credential files
 (when it needs one: no secret is ever written into the ConfigMap) and the ConfigMap, with the pod as
-their owner, so deleting the pod deletes them. Should a later step fail, what was created is deleted again. With
-``spark.kubernetes.submission.waitAppCompletion`` (default true) the command reports the driver's
-state changes and exits with its exit code.
+their owner, so deleting the pod deletes them. Should a later step fail, what was created is deleted
+again. With ``spark.kubernetes.submission.waitAppCompletion`` (default true) the command reports the
+driver's state changes and exits with its exit code.
 
 ``pyk8s://local`` starts an embedded :class:`~k8s_backend.testing.LocalCluster` for the duration of
 the command: its kubelet runs the driver pod's container (``k8s-backend submit --deploy-mode client``)
