@@ -2,7 +2,8 @@
 
 The submission side reads Spark's submission settings: ``spark.master`` names the server (not
 ``spark.kubernetes.driver.master``, which is the driver's), credentials come from
-``spark.kubernetes.authenticate.submission.*`` when any is set, and timeouts from
+``spark.kubernetes.authenticate.submission.*`` when any is set (never from the cluster-mode driver's
+``spark.kubernetes.authenticate.driver[.mounted].*``), and timeouts from
 ``spark.kubernetes.submission.*Timeout``. The preflight makes one cheap read (a LIST of driver pods)
 and asks the server, with SelfSubjectAccessReviews, whether the verbs the command needs are allowed,
 so that an unreachable server, bad credentials or a missing permission are reported before anything
@@ -31,6 +32,7 @@ from k8s_backend.kube.retry import RetryPolicy
 log = logging.getLogger(__name__)
 
 SUBMISSION_AUTH = "spark.kubernetes.authenticate.submission."
+DRIVER_AUTH = "spark.kubernetes.authenticate.driver."
 ACCESS_REVIEWS = Resource(
     "SelfSubjectAccessReview", "selfsubjectaccessreviews", group="authorization.k8s.io", namespaced=False
 )
@@ -69,10 +71,13 @@ Connector = Callable[[ApiClientConf, str], Connection]
 
 def submission_api_conf(properties: Mapping[str, str]) -> ApiClientConf:
     """The client settings spark-submit would use to submit (see the module doc)."""
-    props = {k: v for k, v in properties.items() if k != "spark.kubernetes.driver.master"}
-    if any(k.startswith(SUBMISSION_AUTH) for k in props):
-        other = [p for p in AUTH_PREFIXES if p != SUBMISSION_AUTH]
-        props = {k: v for k, v in props.items() if not any(k == p + s for p in other for s in AUTH_SUFFIXES)}
+    # The cluster-mode driver's credentials (files inside its pod, or files shipped to it) are not the
+    # submission's, as in Spark.
+    unused = [p for p in AUTH_PREFIXES if p.startswith(DRIVER_AUTH)]
+    if any(k.startswith(SUBMISSION_AUTH) for k in properties):
+        unused = [p for p in AUTH_PREFIXES if p != SUBMISSION_AUTH]
+    dropped = {"spark.kubernetes.driver.master", *(p + s for p in unused for s in AUTH_SUFFIXES)}
+    props = {k: v for k, v in properties.items() if k not in dropped}
     api = to_kubernetes_conf(props).api
     timeouts = {}
     for field, key in (

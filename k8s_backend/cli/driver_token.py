@@ -156,6 +156,16 @@ CREDENTIAL_FILES: dict[str, tuple[str, str]] = {
     "clientCertFile": ("client.crt", "K8S_BACKEND_API_CLIENT_CERT_FILE"),
     "clientKeyFile": ("client.key", "K8S_BACKEND_API_CLIENT_KEY_FILE"),
 }
+# The files the user names with spark.kubernetes.authenticate.driver.* on the submitting machine, read
+# at submit time (see :mod:`k8s_backend.cli.driver_credentials`): property suffix -> (Secret item, and
+# file name under TOKEN_MOUNT_DIR; the variable holding its path in the container). Named apart from
+# CREDENTIAL_FILES, which may travel in the same Secret.
+DRIVER_FILES: dict[str, tuple[str, str]] = {
+    "oauthTokenFile": ("driver-oauth-token", "K8S_BACKEND_DRIVER_TOKEN_FILE"),
+    "caCertFile": ("driver-ca.crt", "K8S_BACKEND_DRIVER_CA_FILE"),
+    "clientCertFile": ("driver-client.crt", "K8S_BACKEND_DRIVER_CLIENT_CERT_FILE"),
+    "clientKeyFile": ("driver-client.key", "K8S_BACKEND_DRIVER_CLIENT_KEY_FILE"),
+}
 TOKEN_FILE_KEY_ENV = (TOKEN_KEY, TOKEN_FILE_ENV)
 TRUST_KEY = "spark.kubernetes.trust.certificates"
 
@@ -199,15 +209,17 @@ def loopback_credentials(
     return out, contents
 
 
-def mount_files(properties: dict[str, str], contents: Mapping[str, bytes]) -> dict[str, str]:
-    """Point the driver's client-mode credential keys at the files of ``contents`` mounted from the
+def mount_files(
+    properties: dict[str, str], contents: Mapping[str, bytes], family: str = _CLIENT
+) -> dict[str, str]:
+    """Point the driver's credential keys of ``family`` at the files of ``contents`` mounted from the
     Secret; returns property key -> the variable holding the mounted file's path (the driver's
     arguments name ``$(VAR)`` so that a kubelet on this host substitutes its local path)."""
     variables: dict[str, str] = {}
     for suffix in contents:
         key, variable = CREDENTIAL_FILES[suffix]
-        properties[_CLIENT + suffix] = f"{TOKEN_MOUNT_DIR}/{key}"
-        variables[_CLIENT + suffix] = variable
+        properties[family + suffix] = f"{TOKEN_MOUNT_DIR}/{key}"
+        variables[family + suffix] = variable
     return variables
 
 
@@ -218,7 +230,7 @@ def secret_files(contents: Mapping[str, bytes]) -> dict[str, bytes]:
 
 def mounted_env(keys: Sequence[str]) -> list[Obj]:
     """The variables naming the mounted files of the Secret items ``keys``."""
-    variables = dict([TOKEN_FILE_KEY_ENV, *CREDENTIAL_FILES.values()])
+    variables = dict([TOKEN_FILE_KEY_ENV, *CREDENTIAL_FILES.values(), *DRIVER_FILES.values()])
     return [{"name": variables[key], "value": f"{TOKEN_MOUNT_DIR}/{key}"} for key in keys]
 
 

@@ -1,11 +1,11 @@
 """Cluster mode: create the driver pod, its Service and ConfigMap, then watch the driver to its end.
 
 The order is Spark's (``Client.run``): everything is planned and checked first; after the preflight
-the pod is created, then the Service, the Secret with the driver's API token (when it needs one: no
-token is ever written into the ConfigMap) and the ConfigMap, with the pod as their owner, so deleting
-the pod deletes them. Should a later step fail, what was created is deleted again. With
-``spark.kubernetes.submission.waitAppCompletion`` (default true) the command reports the driver's
-state changes and exits with its exit code.
+the pod is created, then the Service, the Secret with the driver's API token and credential files
+(when it needs one: no secret is ever written into the ConfigMap) and the ConfigMap, with the pod as
+their owner, so deleting the pod deletes them. Should a later step fail, what was created is deleted
+again. With ``spark.kubernetes.submission.waitAppCompletion`` (default true) the command reports the
+driver's state changes and exits with its exit code.
 
 ``pyk8s://local`` starts an embedded :class:`~k8s_backend.testing.LocalCluster` for the duration of
 the command: its kubelet runs the driver pod's container (``k8s-backend submit --deploy-mode client``)
@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from k8s_backend.cli import driver_credentials as credentials
 from k8s_backend.cli import driver_files, driver_pod, driver_sizing, driver_token, executor_preview, uploads
 from k8s_backend.cli.cluster_api import (
     SUBMISSION_AUTH,
@@ -143,6 +144,7 @@ def plan_cluster(
     submission_token: str | None = None,
     submission_files: dict[str, bytes] | None = None,
     submission_verifies_tls: bool = True,
+    driver_contents: Mapping[str, bytes] | None = None,
 ) -> ClusterPlan:
     """Build the driver pod, the driver's properties and the ConfigMap content; usage errors for any
     bad value (nothing has been created yet).
@@ -151,20 +153,26 @@ def plan_cluster(
     kubeconfig's, a ``pyk8s://local`` cluster's), ``submission_files`` the contents of the CA, client
     certificate and key its client uses (keyed by property suffix, ``caCertFile``...); a driver on the
     same loopback server reuses them (and does not check the server's certificate either unless
-    ``submission_verifies_tls``).
+    ``submission_verifies_tls``). ``driver_contents`` are the files ``spark.kubernetes.authenticate.driver.*``
+    names, read already (:func:`~k8s_backend.cli.driver_credentials.read_driver_files`; read here if None).
     """
     names = names or plan_names(sub)
     props = sub.properties
     app_files = driver_files.plan_submission_files(sub)  # shipped in the ConfigMap, unless uploaded
     ports = driver_sizing.driver_ports(props)
+    if driver_contents is None:
+        driver_contents = credentials.read_driver_files(props)
     properties = {
         k: v for k, v in props.items() if not k.startswith(SUBMISSION_AUTH) and k not in _PASSED_AS_ARGS
     }
+    file_keys = credentials.to_mounted_family(properties, driver_contents)
     shipped: dict[str, bytes] = {}
+    family = credentials.CLIENT
     if master == pyk8s_url(api_url):
         borrowed, shipped = driver_token.loopback_credentials(
             props, submission_token, submission_files, verify_tls=submission_verifies_tls
         )
+        borrowed, shipped, family = credentials.join_mounted_family(properties, borrowed, shipped)
         properties.update(borrowed)
     if local_image:
         properties.setdefault("spark.kubernetes.container.image", local_image)
@@ -189,8 +197,9 @@ def plan_cluster(
     conf = to_kubernetes_conf(properties)  # the driver will read these: check them now
     executor_preview.check_executors(conf, app_id=names.app_id)  # and build an executor pod as it will
     token, token_file_key = driver_token.move_token_to_file(properties)
-    file_keys = driver_token.mount_files(properties, shipped)
+    file_keys.update(driver_token.mount_files(properties, shipped, family))
     files = driver_token.secret_files(shipped)
+    files.update(credentials.secret_items(driver_contents))
     image = driver_pod.driver_image(properties)
     plain, secret = driver_token.split_secret_properties(properties)
     secret_conf = java_properties(secret, "Secret Spark properties of the driver") if secret else None
@@ -301,6 +310,7 @@ def run_cluster(
 ) -> int:
     """Submit in cluster mode; the exit code is the driver's when waiting, else 0 (``environ``: where
     the printed commands save an inline token, see :mod:`k8s_backend.cli.hints`)."""
+    driver_contents = credentials.read_driver_files(sub.properties)  # before reaching the cluster
     with _connection(sub, connect, local_cluster) as (connection, cluster):
         local_url = cluster.url if cluster is not None else None
         local_https = is_local_cluster(connection, LOOPBACK_HOSTS)
@@ -314,6 +324,7 @@ def run_cluster(
             submission_token=getattr(cluster, "token", None) if cluster is not None else connection.token,
             submission_files=submission_files(connection, cluster),
             submission_verifies_tls=connection.verify_tls,
+            driver_contents=driver_contents,
         )
         preflight(connection, sub.namespace, plan.needs)
         with uploads.uploaded(sub, console):  # spark.kubernetes.file.upload.path; deleted if creation fails

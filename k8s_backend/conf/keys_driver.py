@@ -225,7 +225,10 @@ AUTH_PREFIXES: tuple[str, ...] = (
 _AUTH_FAMILY_DOC = {
     AUTH_PREFIXES[0]: "cluster-mode driver (files mounted into the driver pod)",
     AUTH_PREFIXES[1]: "client-mode driver",
-    AUTH_PREFIXES[2]: "credentials given for the driver at submission",
+    AUTH_PREFIXES[2]: (
+        "credentials given for the driver at submission (in cluster mode the files are read on the "
+        "submitting machine, shipped in the driver's Secret and named by driver.mounted.*)"
+    ),
     AUTH_PREFIXES[3]: "spark-submit's own",
 }
 AUTH_SUFFIXES: dict[str, tuple[str, str]] = {

@@ -434,8 +434,9 @@ def test_only_the_token_the_driver_would_use_is_kept(app: Path) -> None:
     secret = both.secret(POD)
     assert secret is not None and token_of(secret) == "TOPSECRET2"  # the plain family is read first
     assert_no_token_text(both, "TOPSECRET", "TOPSECRET2")
-    # Credentials of a family read before the token's: the driver would never use the token.
-    unused = plan(
+    # As Spark's DriverKubernetesCredentialsFeatureStep: a driver.* token joins the user's driver.mounted.*
+    # family (the one a cluster-mode driver reads), whose own keys pass through untouched.
+    joined = plan(
         submission(
             app,
             "--conf",
@@ -444,8 +445,12 @@ def test_only_the_token_the_driver_would_use_is_kept(app: Path) -> None:
             "spark.kubernetes.authenticate.driver.oauthToken=TOPSECRET",
         )
     )
-    assert unused.secret(POD) is None
-    assert_no_token_text(unused, "TOPSECRET")
+    secret = joined.secret(POD)
+    assert secret is not None and token_of(secret) == "TOPSECRET"
+    assert joined.properties["spark.kubernetes.authenticate.driver.mounted.oauthTokenFile"] == TOKEN_FILE
+    assert joined.properties["spark.kubernetes.authenticate.driver.mounted.caCertFile"] == "/ca.crt"
+    assert not [k for k in joined.properties if k.startswith("spark.kubernetes.authenticate.driver.o")]
+    assert_no_token_text(joined, "TOPSECRET")
     no_token = plan(submission(app))
     assert no_token.secret(POD) is None
     assert all(v["name"] != "k8s-backend-api-token" for v in no_token.pod["spec"]["volumes"])

@@ -22,6 +22,7 @@ from k8s_backend.cli.submission import Submission, build_submission
 from k8s_backend.cli.submit_args import parse_submit_args
 from k8s_backend.cli.submit_cluster import LOOPBACK_HOSTS, driver_master
 from k8s_backend.kube.masters import IN_CLUSTER_MASTER
+from k8s_backend.kube.port import SECRETS
 from k8s_backend.local import LocalCluster
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.testing.fake import FakeKubernetes
@@ -76,13 +77,16 @@ def test_cluster_mode_runs_on_a_local_https_cluster(cluster: LocalCluster, tmp_p
 
 @pytest.mark.e2e
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize("driver_ca", [False, True], ids=["kubeconfig-ca", "driver-caCertFile"])
 def test_cluster_mode_with_only_the_kubeconfig_and_the_printed_status_command(
-    cluster: LocalCluster, tmp_path: Path
+    cluster: LocalCluster, tmp_path: Path, driver_ca: bool
 ) -> None:
     """The kubeconfig `k8s-backend local` writes (token and CA data inside) is all the user gives; the
     submission does not wait, so the driver outlives it (and the client's temporary CA file): the driver
     reaches the https server with the token and CA forwarded in its Secret, and the printed status
-    command, run verbatim from elsewhere, shows it succeeded."""
+    command, run verbatim from elsewhere, shows it succeeded. With ``driver_ca`` the driver's CA is
+    given as spark.kubernetes.authenticate.driver.caCertFile, a local file deleted once submit returns:
+    the driver uses the copy shipped in its Secret (beside the kubeconfig's token), not the local path."""
     script = shutil.which("k8s-backend")
     command = [script] if script else [sys.executable, "-m", "k8s_backend.cli.main"]
     shutil.copy(cluster.kubeconfig, tmp_path / "kc.yaml")
@@ -96,6 +100,11 @@ def test_cluster_mode_with_only_the_kubeconfig_and_the_printed_status_command(
         "spark.kubernetes.submission.waitAppCompletion=false",
     ):
         argv += ["--conf", setting]
+    driver_ca_file = tmp_path / "driver-ca.pem"
+    if driver_ca:
+        assert cluster.ca_cert is not None
+        shutil.copy(cluster.ca_cert, driver_ca_file)
+        argv += ["--conf", f"spark.kubernetes.authenticate.driver.caCertFile={driver_ca_file}"]
     done = subprocess.run(
         [*argv, str(APPS / "pi.py"), "2"],
         capture_output=True,
@@ -108,6 +117,10 @@ def test_cluster_mode_with_only_the_kubeconfig_and_the_printed_status_command(
     assert done.returncode == 0, done.stderr[-5000:]
     status, _ = [shlex.split(c) for c in re.findall(r"`(k8s-backend [^`]+)`", done.stderr)]
     namespace, driver = status[-1].split(":")
+    if driver_ca:
+        driver_ca_file.unlink()
+        secret = cluster.api(namespace).get(SECRETS, namespace, f"{driver}-token")
+        assert sorted(secret["data"]) == ["driver-ca.crt", "token"]  # the user's CA, not the kubeconfig's
     assert cluster.wait_until(lambda: cluster.pod_phase(driver, namespace) in ("Succeeded", "Failed"), 600)
     log_path = cluster.kubelet.log_path(namespace, driver, "spark-kubernetes-driver")
     log = log_path.read_text() if log_path is not None else ""
