@@ -12,7 +12,7 @@ import attrs
 from k8s_backend.cli.cluster_api import Connector, official_connection
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.submit_client import DriverRuntime
-from k8s_backend.cli.submit_cluster import LocalClusterFactory
+from k8s_backend.cli.submit_connection import LocalClusterFactory
 
 
 @attrs.frozen

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -32,17 +32,18 @@ from k8s_backend.cli.cluster_api import (
     is_local_cluster,
     official_connection,
     preflight,
-    submission_api_conf,
 )
 from k8s_backend.cli.console import Console
 from k8s_backend.cli.driver_log import FileLogSource, LogFollower, LogSource, api_log_source
 from k8s_backend.cli.driver_reach import LOOPBACK_HOSTS, driver_master, submission_files
-from k8s_backend.cli.errors import ApiEndpoint, CliError, UsageError, explain_api_error
+from k8s_backend.cli.errors import CliError, UsageError, explain_api_error
 from k8s_backend.cli.hints import manage_command
 from k8s_backend.cli.status_watch import DriverStatus, wait_for_driver
 from k8s_backend.cli.submission import Submission, to_kubernetes_conf
+from k8s_backend.cli.submit_connection import LocalClusterFactory, submission_connection
+from k8s_backend.cli.submit_connection import local_image as default_local_image
 from k8s_backend.conf.model import redacted
-from k8s_backend.kube.masters import MasterKind, pyk8s_url
+from k8s_backend.kube.masters import pyk8s_url
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS, SERVICES, ApiError, NotFoundError, Obj, Resource
 from k8s_backend.pods.config_map import default_conf_dir, java_properties
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
@@ -58,7 +59,6 @@ NEEDS = (
     Permission("delete", PODS),
 )
 
-LocalClusterFactory = Callable[[], contextlib.AbstractContextManager[Any]]
 
 
 @attrs.frozen
@@ -311,11 +311,11 @@ def run_cluster(
     """Submit in cluster mode; the exit code is the driver's when waiting, else 0 (``environ``: where
     the printed commands save an inline token, see :mod:`k8s_backend.cli.hints`)."""
     driver_contents = credentials.read_driver_files(sub.properties)  # before reaching the cluster
-    with _connection(sub, connect, local_cluster) as (connection, cluster):
+    with submission_connection(sub, connect, local_cluster) as (connection, cluster):
         local_url = cluster.url if cluster is not None else None
         local_https = is_local_cluster(connection, LOOPBACK_HOSTS)
         master = driver_master(sub, connection.endpoint.url, local_url, local_https=local_https)
-        local_image = _local_image() if cluster is not None else None
+        local_image = default_local_image() if cluster is not None else None
         plan = plan_cluster(
             sub,
             master,
@@ -377,32 +377,3 @@ def _wait(
             follower.finish()
     console.info(f"Application {sub.app_name} ({names.app_id}) finished with exit code {code}")
     return code
-
-
-@contextlib.contextmanager
-def _connection(
-    sub: Submission, connect: Connector, local_cluster: LocalClusterFactory | None
-) -> Iterator[tuple[Connection, Any]]:
-    if sub.master_kind is not MasterKind.LOCAL:
-        connection = connect(submission_api_conf(sub.properties), sub.namespace)
-        try:
-            yield connection, None
-        finally:
-            connection.api.close()
-        return
-    factory = local_cluster or _default_local_cluster
-    with factory() as cluster:
-        endpoint = ApiEndpoint(cluster.url, "pyk8s://local (a local cluster started by this command)")
-        yield Connection(cluster.api(sub.namespace), endpoint), cluster
-
-
-def _default_local_cluster() -> contextlib.AbstractContextManager[Any]:
-    from k8s_backend.local.cluster import LocalCluster
-
-    return LocalCluster()
-
-
-def _local_image() -> str:
-    from k8s_backend.local.images import default_spark_image
-
-    return default_spark_image()
