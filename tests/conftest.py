@@ -1,0 +1,15 @@
+"""Settings for the whole test session."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A test run started in the background of a script (`tox -e py &`) inherits SIGINT ignored, and so
+    # would every process the tests start: the Ctrl-C some tests send them would then do nothing. A
+    # handler (unlike an ignored signal) is reset to the default in a child, as in a terminal.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
