@@ -28,18 +28,18 @@ import tracemalloc
 from typing import Any
 
 from k8s_backend.allocation.allocator import AllocatorIdentity, AllocatorSettings, ExecutorPodsAllocator
+from k8s_backend.common import DeterministicScheduler, ManualClock
 from k8s_backend.conf.model import KubernetesConf
-from k8s_backend.executors.tracker import ExecutorTracker
 from k8s_backend.kube.port import PODS
 from k8s_backend.lifecycle.decisions import NOTHING_REMEMBERED, LifecycleDecider
 from k8s_backend.local.kubelet.podstate import PodRecord, timestamp
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.request import ExecutorPodRequest
-from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
-from k8s_backend.testing.fake import FakeKubernetes
+from k8s_backend.testing import FakeKubernetes
+from k8s_backend.tracking.tracker import ExecutorTracker
 
 APP = "spark-scale"
 DRIVER_URL = "spark://CoarseGrainedScheduler@driver:7078"

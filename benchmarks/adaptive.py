@@ -47,7 +47,7 @@ def _serve(conn: Connection) -> None:
 def _run(
     conf: dict[str, str], app_id: str, pods: int, adaptive: bool, extra: dict[str, str]
 ) -> dict[str, Any]:
-    from k8s_backend.wiring import KubernetesClusterSchedulerBackend
+    from k8s_backend.assembly.wiring import KubernetesClusterSchedulerBackend
 
     spark_conf = {
         **conf,

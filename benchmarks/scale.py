@@ -18,13 +18,13 @@ from typing import Any
 from _scale_memory import print_memory_and_resync
 
 from k8s_backend.allocation.allocator import AllocatorIdentity, AllocatorSettings, ExecutorPodsAllocator
+from k8s_backend.common import DeterministicScheduler, ManualClock
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.lifecycle.decisions import NOTHING_REMEMBERED, LifecycleDecider
 from k8s_backend.pods.builder import ExecutorPodBuilder
-from k8s_backend.scheduling import DeterministicScheduler, ManualClock
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
-from k8s_backend.testing.fake import FakeKubernetes
+from k8s_backend.testing import FakeKubernetes
 
 APP = "spark-bench"
 

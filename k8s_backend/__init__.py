@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from k8s_backend import _moved
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.errors import ApplicationFailedError, BackendStateError, ConfigError, K8sBackendError
 
 if TYPE_CHECKING:
-    from k8s_backend.wiring import KubernetesClusterSchedulerBackend
+    from k8s_backend.assembly.wiring import KubernetesClusterSchedulerBackend
 
 __version__ = "0.1.0"
+
+_moved.install()  # old import paths of moved modules keep working
 
 __all__ = [
     "ApplicationFailedError",
@@ -32,7 +35,7 @@ def __getattr__(name: str) -> Any:
     # The backend pulls in the whole runtime; importing it lazily keeps `import k8s_backend` light. The
     # public class is the composition root's: the hooks plus ``create``.
     if name == "KubernetesClusterSchedulerBackend":
-        from k8s_backend.wiring import KubernetesClusterSchedulerBackend
+        from k8s_backend.assembly.wiring import KubernetesClusterSchedulerBackend
 
         return KubernetesClusterSchedulerBackend
     raise AttributeError(f"module 'k8s_backend' has no attribute {name!r}")

@@ -36,10 +36,10 @@ from k8s_backend.allocation.policy import (
 )
 from k8s_backend.allocation.pvcs import claim_names_in_use
 from k8s_backend.allocation.settings import AllocatorIdentity, AllocatorListeners, AllocatorSettings
+from k8s_backend.common import Clock, Scheduler
+from k8s_backend.common.failure_sink import FailureReporter, FailureSink
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
-from k8s_backend.failures import FailureReporter, FailureSink
 from k8s_backend.kube.port import KubernetesApi
-from k8s_backend.scheduling import Clock, Scheduler
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import SnapshotsStore
 

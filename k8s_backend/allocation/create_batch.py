@@ -17,7 +17,7 @@ from collections.abc import Callable
 import attrs
 
 from k8s_backend.allocation.creator import Creation
-from k8s_backend.scheduling import Clock
+from k8s_backend.common import Clock
 
 log = logging.getLogger(__name__)
 

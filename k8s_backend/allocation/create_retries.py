@@ -16,7 +16,7 @@ from collections.abc import Collection
 from typing import Any
 
 from k8s_backend.allocation.creator import Creation
-from k8s_backend.scheduling import Clock
+from k8s_backend.common import Clock
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ import attrs
 
 from k8s_backend.allocation.pvcs import PvcReusePolicy, reusable_pvcs, reuse_claims
 from k8s_backend.allocation.settings import AllocatorIdentity
+from k8s_backend.common import Clock
 from k8s_backend.conf.model import ResourceProfile
 from k8s_backend.kube.labels import app_selector
 from k8s_backend.kube.port import PODS, PVCS, ApiError, ConflictError, KubernetesApi, Obj
@@ -27,7 +28,6 @@ from k8s_backend.pods.constants import (
 )
 from k8s_backend.pods.objects import owner_reference
 from k8s_backend.pods.request import ExecutorPodRequest, ExecutorPodSpec
-from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.states import ExecutorPodState, PodPhase
 
 log = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ from k8s_backend.allocation.pod_deletes import PodDeletes
 from k8s_backend.allocation.policy import NewRequest, RequestExecutors
 from k8s_backend.allocation.pvcs import PvcReusePolicy
 from k8s_backend.allocation.settings import AllocatorListeners
+from k8s_backend.common import Clock
 from k8s_backend.conf.model import ResourceProfile
 from k8s_backend.kube.retry import caller_paces_throttling
-from k8s_backend.scheduling import Clock
 
 log = logging.getLogger(__name__)
 
@@ -148,15 +148,13 @@ class ExecutorRequests:
             # or permission problem must end the application instead of retrying forever. The rest
             # of the batch waits for the next round.
             parts.failures.register_failure()
-            if self._listeners.on_creation_failed is not None:
-                self._listeners.on_creation_failed(executor_id, rp_id, creation.error)
+            self._listeners.events.creation_failed(executor_id, rp_id, creation.error)
             return False
         parts.retries.succeeded()
         if not self._accept(executor_id, NewRequest(rp_id, self._clock.now(), creation.resource_version)):
             # stop() ran while this create was in flight: its delete may already be done.
             parts.deletes.take_back(executor_id)
             return False
-        if self._listeners.on_executor_requested is not None:
-            self._listeners.on_executor_requested(executor_id, rp_id)
+        self._listeners.events.requested(executor_id, rp_id)
         log.debug("Requested executor with id %d from Kubernetes.", executor_id)
         return True

@@ -7,8 +7,8 @@ import collections
 import logging
 import threading
 
-from k8s_backend.failures import FailureReporter
-from k8s_backend.scheduling import Clock
+from k8s_backend.common import Clock
+from k8s_backend.common.failure_sink import FailureReporter
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from k8s_backend.allocation.adaptive import (
     initial_state,
 )
 from k8s_backend.allocation.create_batch import CreateResult
-from k8s_backend.scheduling import Cancellable, Scheduler
+from k8s_backend.common import Cancellable, Scheduler
 
 FOLLOW_UP = 0.02
 """Seconds before the round that follows a round that went well (adaptive batches only): long enough

@@ -12,6 +12,7 @@ from k8s_backend.allocation.policy import AllocationLimits
 from k8s_backend.allocation.pvcs import PvcReusePolicy
 from k8s_backend.conf.model import KubernetesConf, ResourceProfile
 from k8s_backend.kube.port import Obj
+from k8s_backend.lifecycle.executor_events import NO_EVENTS, ExecutorEvents
 
 
 @attrs.frozen
@@ -78,5 +79,4 @@ class AllocatorListeners:
     """What the allocator asks (the executor ids the driver knows) and tells about each executor."""
 
     known_executor_ids: Callable[[], Collection[int]] = _no_known_executors
-    on_executor_requested: Callable[[int, int], None] | None = None  # (executor id, profile id)
-    on_creation_failed: Callable[[int, int, str], None] | None = None  # (executor id, profile id, reason)
+    events: ExecutorEvents = NO_EVENTS  # told of each executor requested, or whose pod was refused

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from k8s_backend.cli.console import Console
+from k8s_backend.cli.common.console import Console
 from k8s_backend.kube.quantity import cpu_millis, memory_bytes
 from k8s_backend.local.images import default_spark_image
 from k8s_backend.local.kubeconfig import CONTEXT_NAME, KubeconfigEntry, kubeconfig_document

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 
 import attrs
 
-from k8s_backend.cli import app_commands, local
-from k8s_backend.cli.deps import Dependencies, version
-from k8s_backend.cli.errors import CliError
-from k8s_backend.cli.submit_args import parse_submit_args
+from k8s_backend.cli import local
+from k8s_backend.cli.apps import commands as app_commands
+from k8s_backend.cli.common.deps import Dependencies, version
+from k8s_backend.cli.common.errors import CliError
+from k8s_backend.cli.common.submit_args import parse_submit_args
 from k8s_backend.errors import K8sBackendError
-from k8s_backend.executors.times import iso_time
+from k8s_backend.tracking.times import iso_time
 
 SUBMIT = "submit"
 PACKAGE_LOGGER = "k8s_backend"
@@ -60,7 +61,7 @@ def run(argv: Sequence[str], deps: Dependencies) -> int:
     args = list(argv)
     try:
         if args and args[0] == SUBMIT:
-            from k8s_backend.cli.submit import submit_command
+            from k8s_backend.cli.submit.command import submit_command
 
             return submit_command(args[1:], deps)
         parser = build_parser()
@@ -123,7 +124,7 @@ def verbosity(argv: Sequence[str]) -> int:
 def configure_logging(verbosity: int) -> None:
     """Python's WARNING for every logger, on stderr; ``-v`` raises k8s_backend's own loggers to INFO and
     ``-v -v`` to DEBUG. The root logger stays at WARNING, so py4j's and other libraries' chatter stays
-    out of the terminal. The progress line (see :mod:`k8s_backend.executors.progress`) is shown either
+    out of the terminal. The progress line (see :mod:`k8s_backend.tracking.progress`) is shown either
     way, once: plain at the default level, as a log record of ``k8s_backend.progress`` with ``-v``."""
     handler = logging.StreamHandler()
     handler.setFormatter(IsoTimeFormatter(LOG_FORMAT))

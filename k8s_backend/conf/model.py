@@ -169,7 +169,7 @@ class DriverConf:
     wait_to_reuse_pvc: bool = False
     delete_service_on_termination: bool = True
     service_account: str | None = None  # spark.kubernetes.authenticate.driver.serviceAccountName
-    heartbeat_enabled: bool = True  # a client-mode driver keeps a heartbeat Lease (k8s_backend.heartbeat)
+    heartbeat_enabled: bool = True  # a client-mode driver keeps a heartbeat Lease (backend.heartbeat)
     heartbeat_lease_duration: float = 60.0
 
 

@@ -12,9 +12,9 @@ import logging
 import threading
 from collections.abc import Callable
 
-from k8s_backend.failures import FailureReporter
+from k8s_backend.common import Cancellable, Clock, Scheduler
+from k8s_backend.common.failure_sink import FailureReporter
 from k8s_backend.gang.gate import GangGate, GateState
-from k8s_backend.scheduling import Cancellable, Clock, Scheduler
 
 log = logging.getLogger(__name__)
 

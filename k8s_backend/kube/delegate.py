@@ -2,7 +2,7 @@
 
 The base of the port's decorators (metrics, the kubelet's view of a real API server): each port method
 goes through :meth:`DelegatingKubernetesApi.around`, which a decorator overrides to observe or change
-the call; methods an adapter has beyond the port (FakeKubernetes' ``objects()``, the official client's
+the call; methods an adapter has beyond the port (InMemoryKubernetes' ``objects()``, the official client's
 ``pod_log``) pass through unchanged.
 """
 

@@ -36,7 +36,7 @@ EXECUTOR_ROLE = "executor"
 DRIVER_ROLE = "driver"
 
 # On executor pods and the executor ConfigMap of a client-mode application: the name of the Lease its
-# driver renews (k8s_backend.heartbeat), so that `k8s-backend gc` can tell a dead driver's leftovers.
+# driver renews (k8s_backend.backend.heartbeat), so that `k8s-backend gc` can tell a dead driver's leftovers.
 HEARTBEAT_LEASE_ANNOTATION = "k8s-backend.io/heartbeat-lease"
 
 
@@ -155,3 +155,6 @@ def extended_resource_name_errors(name: str) -> list[str]:
     if name.startswith(RESOURCE_REQUESTS_PREFIX) or label_key_errors(RESOURCE_REQUESTS_PREFIX + name):
         return [EXTENDED_RESOURCE_ERROR]
     return []
+
+# On a cluster-mode application's executors: the name of their driver pod (``k8s-backend gc`` reads it).
+DRIVER_POD_ANNOTATION = "k8s-backend.io/driver-pod"

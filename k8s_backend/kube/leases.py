@@ -2,10 +2,11 @@
 and the executors registered with the driver as of its last renewal.
 
 A cluster-mode driver keeps no Lease: it writes the same annotation on its own pod, with the time it
-wrote it (:mod:`k8s_backend.registration_publisher`); :func:`registered_executors` reads either object.
+wrote it (:mod:`k8s_backend.backend.registration_publisher`); :func:`registered_executors` reads either
+object.
 
-The driver writes it (:mod:`k8s_backend.heartbeat`); ``k8s-backend gc`` and ``kill`` read it. Both sides
-build the name from the application id here, so that a pod's annotation, the Lease and the CLI's
+The driver writes it (:mod:`k8s_backend.backend.heartbeat`); ``k8s-backend gc`` and ``kill`` read it. Both
+sides build the name from the application id here, so that a pod's annotation, the Lease and the CLI's
 lookup cannot disagree.
 """
 

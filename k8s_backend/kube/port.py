@@ -6,7 +6,7 @@ into the official client's model classes costs ~15x more than reading the JSON, 
 (watch events, resyncs of thousands of pods) must stay cheap.
 
 Two adapters implement it: :class:`k8s_backend.kube.client.OfficialKubernetesApi` (the official
-``kubernetes`` client) and :class:`k8s_backend.testing.FakeKubernetes` (in memory).
+``kubernetes`` client) and :class:`k8s_backend.memkube.InMemoryKubernetes` (in memory).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The API server's ``metav1.Status``: the reason it names for each HTTP error code, and the body it sends.
 
-One home for what both fakes (FakeKubernetes's errors and the embedded HTTP server) answer, so that an
+One home for what both fakes (InMemoryKubernetes's errors and the embedded HTTP server) answer, so that an
 error looks the same whichever way a client reaches them, and as a real API server's does.
 """
 

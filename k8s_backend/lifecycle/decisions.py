@@ -14,8 +14,8 @@ from types import MappingProxyType
 
 import attrs
 
-from k8s_backend.driver import ExecutorLoss
 from k8s_backend.lifecycle import explain
+from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.states import ExecutorPodState, PodPhase
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import attrs
 
-from k8s_backend.driver import DriverEndpoint, ExecutorLoss
+from k8s_backend.common import Clock
 from k8s_backend.kube.port import PODS, STRATEGIC_MERGE_PATCH, KubernetesApi, NotFoundError
 from k8s_backend.lifecycle.decisions import (
     DeletePod,
@@ -22,15 +22,13 @@ from k8s_backend.lifecycle.decisions import (
     MarkInactive,
     RemoveFromDriver,
 )
-from k8s_backend.scheduling import Clock
+from k8s_backend.lifecycle.driver_port import DriverEndpoint
+from k8s_backend.lifecycle.executor_events import NO_EVENTS, ExecutorEvents
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.states import INACTIVE_LABEL
 from k8s_backend.snapshots.store import SnapshotsStore
 
 log = logging.getLogger(__name__)
-
-ExecutorRemovedListener = Callable[[int, ExecutorLoss], None]
-
 
 @attrs.frozen
 class RecordedLoss:
@@ -54,7 +52,7 @@ class ExecutorPodsLifecycleManager:
         decider: LifecycleDecider,
         interval: float = 1.0,
         driver: DriverEndpoint | None = None,
-        on_executor_removed: ExecutorRemovedListener | None = None,
+        events: ExecutorEvents = NO_EVENTS,
         recent_losses: int = 20,
     ) -> None:
         self._api = api
@@ -66,7 +64,7 @@ class ExecutorPodsLifecycleManager:
         self._memory = LifecycleMemory()
         self._interval = interval
         self._driver = driver
-        self._on_executor_removed = on_executor_removed
+        self._events = events  # told of every removal, before the driver
         self.recent_losses: collections.deque[RecordedLoss] = collections.deque(maxlen=recent_losses)
 
     @property
@@ -76,6 +74,10 @@ class ExecutorPodsLifecycleManager:
 
     def start(self) -> None:
         self._store.add_subscriber(self._interval, self.on_new_snapshots)
+
+    def registered_executor_ids(self) -> frozenset[int]:
+        """The ids of :meth:`registered_executors` (what the allocator asks of the driver)."""
+        return frozenset(self.registered_executors())
 
     def registered_executors(self) -> Mapping[int, float]:
         """The driver's executors with numeric ids (Spark's driver also lists "driver")."""
@@ -110,11 +112,10 @@ class ExecutorPodsLifecycleManager:
             )
         )
         log.info("Executor %d is gone: %s", action.executor_id, summary)
-        if self._on_executor_removed is not None:
-            try:
-                self._on_executor_removed(action.executor_id, loss)
-            except Exception:
-                log.exception("Executor-removed listener failed for executor %d", action.executor_id)
+        try:
+            self._events.removed(action.executor_id, loss)
+        except Exception:
+            log.exception("Executor-events listener failed for executor %d", action.executor_id)
         if self._driver is not None:
             try:
                 self._driver.remove_executor(str(action.executor_id), loss)

@@ -1,7 +1,7 @@
 """A local Kubernetes for running real Spark jobs on "pods" without a cluster (an opt-in product kit).
 
 - :class:`LocalCluster`: the embedded HTTP API server on 127.0.0.1 plus the process kubelet.
-- :mod:`k8s_backend.local.apiserver`: the HTTP Kubernetes API server in front of a FakeKubernetes store.
+- :mod:`k8s_backend.local.apiserver`: the HTTP Kubernetes API server in front of a InMemoryKubernetes store.
 - :mod:`k8s_backend.local.kubelet`: the process kubelet (pods run as local processes on simulated nodes).
 
 The core of k8s_backend never imports this package; ``pyk8s://local``, ``k8s-backend local`` and the

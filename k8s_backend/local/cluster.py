@@ -39,7 +39,7 @@ from k8s_backend.local.kubeconfig import CONTEXT_NAME, KubeconfigPath, kubeconfi
 from k8s_backend.local.kubelet import ImagePolicy, Node, ProcessKubelet
 from k8s_backend.local.kubelet.nodes import default_nodes as default_nodes  # re-exported: an old import path
 from k8s_backend.local.namespaces import ensure_namespace
-from k8s_backend.testing.fake import FakeKubernetes
+from k8s_backend.memkube.api import InMemoryKubernetes
 
 if TYPE_CHECKING:
     from k8s_backend.kube.client import OfficialKubernetesApi
@@ -56,7 +56,7 @@ _T = TypeVar("_T")
 
 
 class LocalCluster:
-    """A local Kubernetes API (:class:`FakeKubernetes` served over HTTP) plus a :class:`ProcessKubelet`.
+    """A local Kubernetes API (:class:`InMemoryKubernetes` served over HTTP) plus a :class:`ProcessKubelet`.
 
     :param nodes: simulated nodes (default: :func:`default_nodes`).
     :param run_processes: False marks pods Running without starting processes (scale tests).
@@ -117,7 +117,7 @@ class LocalCluster:
         self._started = False
         self._stopped = False
         self._work_dir: Path | None = None
-        self._fake: FakeKubernetes | None = None
+        self._fake: InMemoryKubernetes | None = None
         self._server: ApiServer | None = None
         self._kubelet: ProcessKubelet | None = None
         self._kubeconfig: Path | None = None
@@ -156,7 +156,7 @@ class LocalCluster:
     def _start_embedded(self, work_dir: Path) -> None:
         from k8s_backend.local.apiserver import ApiServer
 
-        self._fake = FakeKubernetes(graceful_pod_deletion=self._graceful, call_log_size=CALL_LOG_SIZE)
+        self._fake = InMemoryKubernetes(graceful_pod_deletion=self._graceful, call_log_size=CALL_LOG_SIZE)
         self._fake.create(NAMESPACES, None, {"metadata": {"name": "default"}})
         serving = None
         if self._tls:  # a CA of this cluster's own, so that kubectl (never a token over http) works
@@ -289,7 +289,7 @@ class LocalCluster:
         return self._running(self._work_dir)
 
     @property
-    def fake(self) -> FakeKubernetes:
+    def fake(self) -> InMemoryKubernetes:
         """The in-memory API behind the embedded server (for assertions and fault injection in tests)."""
         if self._real is not None:
             raise RuntimeError("LocalCluster(control_plane='kubernetes') has no fake: use api()")

@@ -1,6 +1,6 @@
 """A decorator over the Kubernetes port that counts and times every request, whatever the adapter.
 
-It wraps the API the backend uses (the official client, FakeKubernetes, anything else), so every part
+It wraps the API the backend uses (the official client, InMemoryKubernetes, anything else), so every part
 is covered without any of them knowing. Adapters retry 429, 5xx and connection errors themselves: what
 is counted here is what a caller saw, once those retries were spent.
 """

@@ -3,7 +3,7 @@ decorator, the round timer, the failure counter, and the view of the parts read 
 
 from __future__ import annotations
 
-from k8s_backend.backend import BackendParts
+from k8s_backend.backend.hooks import BackendParts
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.metrics.api import InstrumentedKubernetesApi

@@ -9,9 +9,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from k8s_backend.driver import ExecutorLoss
 from k8s_backend.kube.port import Obj
 from k8s_backend.lifecycle import explain
+from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.metrics.registry import BackendMetrics
 from k8s_backend.snapshots.snapshot import ExecutorPodsSnapshot, SnapshotBatch
 from k8s_backend.snapshots.store import SnapshotsStore, SubscriberCallback
@@ -39,13 +39,25 @@ def failure_reason(executor_id: int, loss: ExecutorLoss) -> str | None:
 
 class ExecutorFailures:
     """Counts ``k8s_backend_executor_failures_total``, leaving out the executors the driver or the
-    backend removed on purpose (killed, decommissioned, or deleted by the allocator as excess)."""
+    backend removed on purpose (killed, decommissioned, or deleted by the allocator as excess).
+
+    It listens to executors' changes as an :class:`~k8s_backend.lifecycle.executor_events.ExecutorEvents`.
+    """
 
     def __init__(self, metrics: BackendMetrics, *, deleted_as_excess: Callable[[int], bool]) -> None:
         self._metrics = metrics
         self._deleted_as_excess = deleted_as_excess
         self._lock = threading.Lock()
         self._expected: set[int] = set()
+
+    def requested(self, executor_id: int, resource_profile_id: int) -> None:
+        """A new executor is no failure."""
+
+    def killed(self, executor_ids: Sequence[str]) -> None:
+        self.expect_removal(executor_ids)
+
+    def decommissioning(self, executor_ids: Sequence[str]) -> None:
+        self.expect_removal(executor_ids)
 
     def expect_removal(self, executor_ids: Iterable[str]) -> None:
         """The driver asked to kill or decommission these executors: their end is no failure."""

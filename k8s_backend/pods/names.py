@@ -11,6 +11,7 @@ import secrets
 import uuid
 from collections.abc import Callable
 
+from k8s_backend.common.clock import Clock, SystemClock
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube import names as kube_names
 from k8s_backend.pods.constants import (
@@ -20,7 +21,6 @@ from k8s_backend.pods.constants import (
     EXECUTOR_ID_PLACEHOLDER,
     POD_NAME_PREFIX_MAX_LENGTH,
 )
-from k8s_backend.scheduling.clock import Clock, SystemClock
 
 _NAMES_DOC = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
 POD_NAME_PREFIX_KEY = "spark.kubernetes.executor.podNamePrefix"

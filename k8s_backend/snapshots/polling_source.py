@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
+from k8s_backend.common import Cancellable, Scheduler
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, KubernetesApi
 from k8s_backend.kube.resource_version import newer, parse_resource_version
-from k8s_backend.scheduling import Cancellable, Scheduler
 from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.store import SnapshotsStore
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
+from k8s_backend.common import Cancellable, Clock, Scheduler
 from k8s_backend.kube.port import Obj
 from k8s_backend.kube.resource_version import newer, parse_resource_version
-from k8s_backend.scheduling import Cancellable, Clock, Scheduler
 from k8s_backend.snapshots.snapshot import ExecutorPodsSnapshot, SnapshotBatch
 from k8s_backend.snapshots.states import ExecutorPodState, PodPhase, PodStateRules, executor_id_of
 from k8s_backend.snapshots.store_pods import PodCompactor

@@ -12,9 +12,9 @@ import random
 import threading
 from collections.abc import Callable
 
+from k8s_backend.common import Clock
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
-from k8s_backend.scheduling import Clock
 from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.store import SnapshotsStore
 

@@ -7,8 +7,8 @@ asks for work queues it on the bridge's own thread and returns at once, in order
 (``isExecutorExcluded``, ``sufficientResourcesRegistered``, ``applicationId``) are answered directly and
 never with ``None``: a Python error becomes a logged, safe answer.
 
-:class:`JvmDriverEndpoint` is what the backend calls: the :class:`k8s_backend.driver.DriverEndpoint`
-over the JVM backend object.
+:class:`JvmDriverEndpoint` is what the backend calls: the
+:class:`k8s_backend.lifecycle.driver_port.DriverEndpoint` over the JVM backend object.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from k8s_backend.conf.model import ResourceProfile
-from k8s_backend.driver import ExecutorLoss
+from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.spark.profiles import parse_request
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from k8s_backend.failures import FAILURE_RECORD
-from k8s_backend.signals import signals_held
+from k8s_backend.common.failure_sink import FAILURE_RECORD
+from k8s_backend.common.signals import signals_held
 from k8s_backend.spark.bridge import (
     DEFAULT_STOP_TIMEOUT,
     BackendHooks,
@@ -37,7 +37,7 @@ BackendCreator = Callable[..., BackendHooks]
 
 
 def default_creator() -> BackendCreator:
-    from k8s_backend.wiring import KubernetesClusterSchedulerBackend
+    from k8s_backend.assembly.wiring import KubernetesClusterSchedulerBackend
 
     create: BackendCreator = KubernetesClusterSchedulerBackend.create
     return create
@@ -171,7 +171,7 @@ class BackendFactory:
         """At interpreter exit: stop a running ``pyk8s://`` SparkContext, then any backend left over.
 
         Also after an exception in the driver script, and after SIGTERM or SIGHUP
-        (:func:`k8s_backend.signals.exit_on_termination`). Those signals and SIGINT are ignored
+        (:func:`k8s_backend.common.signals.exit_on_termination`). Those signals and SIGINT are ignored
         meanwhile: a second one must not cut the cleanup short.
         """
         with signals_held():

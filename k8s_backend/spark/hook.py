@@ -13,7 +13,7 @@ import logging
 import os
 from typing import Any
 
-from k8s_backend.signals import exit_on_termination
+from k8s_backend.common.signals import exit_on_termination
 from k8s_backend.spark.factory import BackendFactory, local_defaults
 from k8s_backend.spark.gateway import install_factory, launch
 from k8s_backend.spark.jar import bridge_jar

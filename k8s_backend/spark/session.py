@@ -11,9 +11,9 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from k8s_backend.common.signals import exit_on_termination
 from k8s_backend.errors import ApplicationFailedError, ConfigError
 from k8s_backend.local.images import default_spark_image
-from k8s_backend.signals import exit_on_termination
 from k8s_backend.spark.factory import BackendCreator, BackendFactory, local_defaults
 from k8s_backend.spark.gateway import install_factory, jvm_stderr, launch, set_default_master
 from k8s_backend.spark.jar import bridge_jar, installed_pyspark
@@ -97,7 +97,7 @@ def prepare(
 
     Launches pyspark's JVM gateway with the bridge jar unless one already runs (which must then have the
     jar), starts the Py4J callback server and installs a :class:`BackendFactory`; in the main thread,
-    SIGTERM and SIGHUP then end the process as an exception does (:mod:`k8s_backend.signals`). With
+    SIGTERM and SIGHUP then end the process as an exception does (:mod:`k8s_backend.common.signals`). With
     ``default_master`` the master and ``conf`` become the JVM's defaults, as spark-submit's would: a
     plain ``SparkSession.builder.getOrCreate()`` then creates a context with k8s_backend's backend.
     A JVM that exits while it starts raises :class:`k8s_backend.spark.DriverStartError` with its reason;

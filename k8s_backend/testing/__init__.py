@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from k8s_backend.scheduling import DeterministicScheduler, ManualClock
+from k8s_backend.common import DeterministicScheduler, ManualClock
 
 if TYPE_CHECKING:
     from k8s_backend.local.cluster import LocalCluster
-    from k8s_backend.testing.fake import FakeKubernetes
+    from k8s_backend.memkube.api import FakeKubernetes
 
 __all__ = ["DeterministicScheduler", "FakeKubernetes", "LocalCluster", "ManualClock"]
 
@@ -23,7 +23,7 @@ __all__ = ["DeterministicScheduler", "FakeKubernetes", "LocalCluster", "ManualCl
 def __getattr__(name: str) -> Any:
     # Imported lazily: the fake's semantics and the local cluster are more than most tests need.
     if name == "FakeKubernetes":
-        from k8s_backend.testing.fake import FakeKubernetes
+        from k8s_backend.memkube.api import FakeKubernetes
 
         return FakeKubernetes
     if name == "LocalCluster":

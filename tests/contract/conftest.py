@@ -24,7 +24,7 @@ from contract_support import Control, FakeControl, StreamReader
 
 from k8s_backend.kube.port import KubernetesApi, WatchStream
 from k8s_backend.local.control_plane import ControlPlane
-from k8s_backend.testing.fake import FakeKubernetes
+from k8s_backend.testing import FakeKubernetes
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 from k8s_backend.kube.port import PODS, ForbiddenError, KubernetesApi, Obj, Resource, WatchEvent, WatchStream
-from k8s_backend.testing.fake import FakeKubernetes
+from k8s_backend.testing import FakeKubernetes
 
 EVENT_TIMEOUT = 5.0
 QUIET_PERIOD = 1.0

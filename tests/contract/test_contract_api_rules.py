@@ -17,7 +17,7 @@ import attrs
 import pytest
 import yaml
 
-from k8s_backend.application import check_identity
+from k8s_backend.assembly.application import check_identity
 from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.errors import ConfigError
 from k8s_backend.gang.setup import plan_gang

@@ -1,5 +1,5 @@
 """Contract: a driver's heartbeat Lease (coordination.k8s.io/v1) is created, read, renewed and deleted
-through the port, as :mod:`k8s_backend.heartbeat` does, whatever the adapter."""
+through the port, as :mod:`k8s_backend.backend.heartbeat` does, whatever the adapter."""
 
 from __future__ import annotations
 

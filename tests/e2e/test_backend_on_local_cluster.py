@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from k8s_backend import KubernetesClusterSchedulerBackend
-from k8s_backend.backend_state import BackendState
+from k8s_backend.backend.state import BackendState
+from k8s_backend.common import ThreadScheduler
 from k8s_backend.kube.port import PODS
 from k8s_backend.local.kubelet.nodes import Node
-from k8s_backend.scheduling import ThreadScheduler
 from k8s_backend.testing import LocalCluster
 
 pytestmark = pytest.mark.e2e

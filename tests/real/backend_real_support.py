@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from repo import REPO_ROOT
 
 from k8s_backend import KubernetesClusterSchedulerBackend
+from k8s_backend.common import ThreadScheduler
 from k8s_backend.kube.port import NAMESPACES, PODS, KubernetesApi
-from k8s_backend.scheduling import ThreadScheduler
 from k8s_backend.testing import LocalCluster
 
 Obj = dict[str, Any]
@@ -31,7 +32,7 @@ DEADLINE = 120.0  # generous: a loaded 2-core machine runs the control plane, th
 # What an executor container runs when the kubelet starts processes: no JVM (no driver to talk to), a
 # process that lives until it is stopped or killed, as an executor does.
 SLEEPER = "import time\nwhile True:\n    time.sleep(1)\n"
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kubernetes"
+EXAMPLES = REPO_ROOT / "examples" / "kubernetes"
 
 
 def until(

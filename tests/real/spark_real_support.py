@@ -20,8 +20,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
-
 from real_backend_support import (
     BASE_CONF,
     DYNAMIC_CONF,

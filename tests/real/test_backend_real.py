@@ -179,7 +179,7 @@ def test_executors_bigger_than_any_node_stay_pending_with_the_schedulers_message
         app, 2, template, **{"spark.executor.memory": "100g", "spark.kubernetes.executor.stuckTimeout": "1s"}
     )
     backend = KubernetesClusterSchedulerBackend.create(props, app_id=app, driver_url=DRIVER_URL, api=api)
-    with caplog.at_level(logging.WARNING, logger="k8s_backend.executors.tracker"):
+    with caplog.at_level(logging.WARNING, logger="k8s_backend.tracking.tracker"):
         backend.start()
         try:
 

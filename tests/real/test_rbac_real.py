@@ -31,10 +31,10 @@ from backend_real_support import (
 )
 
 from k8s_backend import KubernetesClusterSchedulerBackend, KubernetesConf
-from k8s_backend.cli.cluster_api import official_connector
-from k8s_backend.cli.submission import build_submission
-from k8s_backend.cli.submit_args import parse_submit_args
-from k8s_backend.cli.submit_client import check_cluster
+from k8s_backend.cli.common.cluster_api import official_connector
+from k8s_backend.cli.common.submit_args import parse_submit_args
+from k8s_backend.cli.submit.client_mode import check_cluster
+from k8s_backend.cli.submit.submission import build_submission
 from k8s_backend.kube.client import OfficialKubernetesApi
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS, ForbiddenError
 from k8s_backend.local.control_plane import ControlPlaneBinaries

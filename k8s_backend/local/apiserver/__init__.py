@@ -1,6 +1,6 @@
-"""An HTTP Kubernetes API server for tests, in front of :class:`k8s_backend.testing.FakeKubernetes`.
+"""An HTTP Kubernetes API server for tests, in front of :class:`k8s_backend.memkube.InMemoryKubernetes`.
 
-``ApiServer(FakeKubernetes(), token=...)`` serves pods, config maps, services, PVCs, namespaces and any
+``ApiServer(InMemoryKubernetes(), token=...)`` serves pods, config maps, services, PVCs, namespaces and any
 custom resource (Volcano PodGroups) with list/watch (chunked or WebSocket), create, get, replace,
 patch, delete and delete-collection, discovery, and ``Status`` error bodies.
 """

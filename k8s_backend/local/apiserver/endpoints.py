@@ -1,7 +1,7 @@
 """What each REST request does to the backing API: the verbs of the Kubernetes API server.
 
 Works on any :class:`KubernetesApi` that also has ``update`` (PUT) and ``patch_status`` (the status
-subresource), such as :class:`k8s_backend.testing.FakeKubernetes`. Errors are raised as
+subresource), such as :class:`k8s_backend.memkube.InMemoryKubernetes`. Errors are raised as
 :class:`ApiError`; the HTTP layer turns them into ``Status`` answers.
 """
 
@@ -23,7 +23,7 @@ from k8s_backend.kube.port import (
 )
 from k8s_backend.local.apiserver import status
 from k8s_backend.local.apiserver.routes import ResourceRoute
-from k8s_backend.testing.fake_patch import apply_patch
+from k8s_backend.memkube.patch import apply_patch
 
 _KNOWN = frozenset(KNOWN_RESOURCES)
 

@@ -1,4 +1,4 @@
-"""An HTTP Kubernetes API server on 127.0.0.1 in front of an in-memory API (e.g. FakeKubernetes).
+"""An HTTP Kubernetes API server on 127.0.0.1 in front of an in-memory API (e.g. InMemoryKubernetes).
 
 Real clients talk to it unchanged: the official Python client, and Spark's fabric8 client (which opens
 watches as WebSocket upgrades). See :mod:`endpoints` for the verbs, :mod:`streaming` for watches.

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from k8s_backend.kube.port import ApiError, WatchStream
 from k8s_backend.local.apiserver import status
 from k8s_backend.local.apiserver.websocket import CLOSE_NORMAL, OP_CLOSE, OP_PING, WebSocket
-from k8s_backend.testing.fake_watch import shared_events
+from k8s_backend.memkube.watch import shared_events
 
 log = logging.getLogger(__name__)
 

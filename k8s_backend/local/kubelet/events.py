@@ -24,8 +24,8 @@ from typing import Any
 
 import attrs
 
+from k8s_backend.common.clock import Clock
 from k8s_backend.kube.port import EVENTS, ApiError, KubernetesApi, NotFoundError, Obj
-from k8s_backend.scheduling.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ and exit codes through ``pods/status``.
 
 It serves two API servers with the same code:
 
-- the embedded one (a FakeKubernetes, ``schedule=True``): there is no kube-scheduler, so the kubelet also
+- the embedded one (a InMemoryKubernetes, ``schedule=True``): there is no kube-scheduler, so the kubelet also
   places pending pods on its simulated nodes (capacity, node selectors, ``Unschedulable``) and binds them;
 - a real kube-apiserver (through :class:`~k8s_backend.local.kubelet.remote.RemoteKubeletApi`,
   ``schedule=False``): it registers its Node objects and heartbeats their Leases
@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from k8s_backend.common.clock import Clock, SystemClock
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi, NotFoundError, Obj, Resource
 from k8s_backend.local.kubelet.container import HostEnvironment
 from k8s_backend.local.kubelet.events import NORMAL, SCHEDULER, WARNING, EventRecorder
@@ -34,8 +35,7 @@ from k8s_backend.local.kubelet.podstate import RUNNING, TERMINATED, PodRecord
 from k8s_backend.local.kubelet.processes import ProcessHandle, ProcessSupervisor
 from k8s_backend.local.kubelet.registration import NodeRegistration
 from k8s_backend.local.kubelet.runtime import ContainerRuntime
-from k8s_backend.scheduling.clock import Clock, SystemClock
-from k8s_backend.testing.fake_watch import shared_events
+from k8s_backend.memkube.watch import shared_events
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ _MAX_FINISHED = 100_000
 
 class KubeletApi(KubernetesApi, Protocol):
     """What the kubelet needs beyond :class:`KubernetesApi`: writing a pod's status and ending a graceful
-    deletion. FakeKubernetes has both; :class:`~k8s_backend.local.kubelet.remote.RemoteKubeletApi` maps
+    deletion. InMemoryKubernetes has both; :class:`~k8s_backend.local.kubelet.remote.RemoteKubeletApi` maps
     them onto a real server's ``pods/status`` and delete with grace 0. Optional extras, looked up by name:
     ``bind(namespace, name, node)`` (used when scheduling) and ``request_token(...)`` (projected
     service-account tokens)."""

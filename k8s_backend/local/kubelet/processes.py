@@ -21,7 +21,7 @@ from pathlib import Path
 
 import attrs
 
-from k8s_backend.scheduling.clock import Clock, SystemClock
+from k8s_backend.common.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 

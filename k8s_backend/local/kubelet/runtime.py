@@ -12,6 +12,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from k8s_backend.common.clock import Clock
 from k8s_backend.kube.port import CONFIG_MAPS, ApiError, KubernetesApi, Obj, Resource
 from k8s_backend.local.kubelet.container import HostEnvironment, translate
 from k8s_backend.local.kubelet.env import ContainerConfigError, ContainerStartError, PodRuntime
@@ -22,7 +23,6 @@ from k8s_backend.local.kubelet.nodes import Resources
 from k8s_backend.local.kubelet.podstate import RUNNING, TERMINATED, WAITING, ContainerRecord, PodRecord
 from k8s_backend.local.kubelet.processes import ExitStatus, ProcessSupervisor
 from k8s_backend.local.kubelet.volumes import container_mounts, materialize_volumes
-from k8s_backend.scheduling.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,378 @@
+"""The composition root: the one place that builds and wires the backend's parts (Spark's
+KubernetesClusterManager), and the public :class:`KubernetesClusterSchedulerBackend` with its ``create``.
+
+Everything else receives its collaborators through its constructor, which is what lets each part be
+tested alone with a fake API, a manual clock and a deterministic scheduler. The dependency goes one way:
+this module imports :mod:`k8s_backend.backend.hooks`, never the other way round. The failure sink is built
+first and handed to every part that can fail the application, so no part needs the backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+
+from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
+from k8s_backend.assembly.application import Application, check_identity, plan_application
+from k8s_backend.assembly.start_plan import (
+    driver_heartbeat,
+    executor_activity,
+    gang_start,
+    heartbeat_lease,
+    registration_publisher,
+    start_plan,
+)
+from k8s_backend.assembly.stop_steps import Sources, build_stop_sequence, timeline_writer
+from k8s_backend.backend.heartbeat import DriverHeartbeat, HeartbeatAnnotationStep
+from k8s_backend.backend.hooks import (
+    ApplicationFailedListener,
+    BackendParts,
+    SchedulerBackendHooks,
+    StartPlan,
+    WatchSource,
+)
+from k8s_backend.backend.state import BackendState
+from k8s_backend.common import Clock, Scheduler, SystemClock, ThreadScheduler
+from k8s_backend.common.failure_sink import FailureSink
+from k8s_backend.conf.model import KubernetesConf, ScalingConf
+from k8s_backend.gang.setup import plan_gang
+from k8s_backend.gang.start import GangStart
+from k8s_backend.kube.port import KubernetesApi
+from k8s_backend.lifecycle.decisions import LifecycleDecider
+from k8s_backend.lifecycle.driver_port import DriverEndpoint, registered_executor_count
+from k8s_backend.lifecycle.executor_events import ExecutorEvents, ExecutorEventsFanout
+from k8s_backend.lifecycle.executor_ops import ExecutorOperations
+from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
+from k8s_backend.pods.builder import ExecutorPodBuilder
+from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
+from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
+from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
+from k8s_backend.tracking.monitor import ExecutorMonitor
+from k8s_backend.tracking.tracker import ExecutorTracker
+
+if TYPE_CHECKING:  # prometheus_client is loaded only when metrics are on
+    from k8s_backend.metrics import BackendMonitoring
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_THREADS = 3  # two snapshot subscribers plus maintenance work, as Spark's pools
+
+_B = TypeVar("_B", bound="KubernetesClusterSchedulerBackend")
+
+
+def to_kubernetes_conf(conf: KubernetesConf | Mapping[str, str] | Any) -> KubernetesConf:
+    return conf if isinstance(conf, KubernetesConf) else KubernetesConf.from_spark_conf(conf)
+
+
+@attrs.frozen
+class Runtime:
+    """What the parts run on: the API, time, threads, and the driver they report to."""
+
+    api: KubernetesApi
+    clock: Clock
+    scheduler: Scheduler
+    driver: DriverEndpoint | None
+    owns_api: bool  # built here, so closed at stop
+    owns_scheduler: bool  # built here, so shut down at stop
+    monitoring: BackendMonitoring | None = None  # spark.kubernetes.metrics.port is set
+
+
+@attrs.frozen
+class Assembly:
+    """Everything the composition root built, before a backend is made of it."""
+
+    app_id: str
+    scaling: ScalingConf
+    parts: BackendParts
+    plan: StartPlan
+    failures: FailureSink
+    clock: Clock
+    gang: GangStart | None
+    failure_listeners: tuple[ApplicationFailedListener, ...]
+    monitoring: BackendMonitoring | None = None
+
+
+def assemble(
+    conf: KubernetesConf | Mapping[str, str] | Any,
+    *,
+    app_id: str,
+    driver_url: str,
+    api: KubernetesApi | None = None,
+    driver: DriverEndpoint | None = None,
+    clock: Clock | None = None,
+    scheduler: Scheduler | None = None,
+    on_application_failed: ApplicationFailedListener | None = None,
+) -> Assembly:
+    """Build every part (see :meth:`KubernetesClusterSchedulerBackend.create` for the arguments).
+
+    Every check that can fail runs before anything is created on the cluster or any thread starts.
+    """
+    kconf = to_kubernetes_conf(conf)
+    check_identity(app_id, driver_url)
+    gang = plan_gang(kconf)
+    lease = heartbeat_lease(kconf, app_id)
+    heartbeat_steps = () if lease is None else (HeartbeatAnnotationStep(lease),)
+    # Loads and checks templates and user steps; the heartbeat's annotation comes last, over them.
+    builder = ExecutorPodBuilder(kconf, steps=(*gang.steps, *heartbeat_steps))
+    clock = clock or SystemClock()
+    owns_api = api is None
+    api = api or _real_api(kconf)
+    monitoring = _monitoring(kconf, app_id)
+    if monitoring is not None:  # every part, and every adapter, goes through the counted API
+        api = monitoring.instrument(api)
+    application = plan_application(kconf, app_id, driver_url, api, gang, builder)
+    owns_scheduler = scheduler is None  # threads start only once every check passed
+    scheduler = scheduler or ThreadScheduler("k8s-backend", threads=SCHEDULER_THREADS, clock=clock)
+    runtime = Runtime(api, clock, scheduler, driver, owns_api, owns_scheduler, monitoring)
+    failures = FailureSink()
+    heartbeat = driver_heartbeat(application, api, scheduler, clock, driver)
+    parts = _parts(application, runtime, failures, heartbeat)
+    activity = executor_activity(application, parts)
+    if heartbeat is not None:  # client mode: the renewals tell it; cluster mode: the publisher's patches
+        heartbeat.activity = activity
+    publisher = registration_publisher(application, api, clock, driver, activity)
+    listeners = [on_application_failed] if on_application_failed is not None else []
+    if driver is not None:
+        listeners.append(driver.application_failed)
+    return Assembly(
+        app_id=app_id,
+        scaling=kconf.scaling,
+        parts=parts,
+        plan=start_plan(application, api, parts, heartbeat, publisher),
+        failures=failures,
+        clock=clock,
+        gang=gang_start(application, scheduler, clock, parts, failures),
+        failure_listeners=tuple(listeners),
+        monitoring=monitoring,
+    )
+
+
+class KubernetesClusterSchedulerBackend(SchedulerBackendHooks):
+    """Manages an application's executor pods; the Python counterpart of Spark's backend of that name.
+
+    The hooks are :class:`k8s_backend.backend.hooks.KubernetesClusterSchedulerBackend`'s; this class adds the
+    factory that builds the parts, and the metrics server's start (see ``spark.kubernetes.metrics.port``).
+    """
+
+    def __init__(self, *, monitoring: BackendMonitoring | None = None, **hooks: Any) -> None:
+        super().__init__(**hooks)
+        self.monitoring = monitoring
+
+    def start(self) -> None:
+        """Start the metrics server (a port in use is a ConfigError naming the key), then the backend."""
+        if self.monitoring is not None and self.state is BackendState.NEW:
+            self.monitoring.server.start()
+        super().start()
+
+    @classmethod
+    def create(
+        cls: type[_B],
+        conf: KubernetesConf | Mapping[str, str] | Any,
+        *,
+        app_id: str,
+        driver_url: str,
+        api: KubernetesApi | None = None,
+        driver: DriverEndpoint | None = None,
+        clock: Clock | None = None,
+        scheduler: Scheduler | None = None,
+        on_application_failed: ApplicationFailedListener | None = None,
+    ) -> _B:
+        """Build a backend and everything it owns.
+
+        ``conf``: Spark properties (a mapping or a ``pyspark.SparkConf``) or a :class:`KubernetesConf`.
+        ``api=None`` uses the official client (kubeconfig or in-cluster). ``driver=None`` runs without a
+        driver: executors are tracked from their pods alone. ``on_application_failed`` is told (once)
+        why the application was failed. ``clock`` and ``scheduler`` are for tests.
+        Raises :class:`k8s_backend.ConfigError` before anything is created on the cluster.
+        """
+        assembly = assemble(
+            conf,
+            app_id=app_id,
+            driver_url=driver_url,
+            api=api,
+            driver=driver,
+            clock=clock,
+            scheduler=scheduler,
+            on_application_failed=on_application_failed,
+        )
+        return cls.from_assembly(assembly)
+
+    @classmethod
+    def from_assembly(cls: type[_B], assembly: Assembly) -> _B:
+        """A backend over parts :func:`assemble` built (a tool or test may swap one with attrs.evolve)."""
+        return cls(
+            app_id=assembly.app_id,
+            scaling=assembly.scaling,
+            parts=assembly.parts,
+            plan=assembly.plan,
+            failures=assembly.failures,
+            clock=assembly.clock,
+            gang=assembly.gang,
+            failure_listeners=assembly.failure_listeners,
+            monitoring=assembly.monitoring,
+        )
+
+
+def _real_api(conf: KubernetesConf) -> KubernetesApi:
+    # Imported here only so that tests on the fake never load the official client.
+    from k8s_backend.kube.client import OfficialKubernetesApi
+
+    return OfficialKubernetesApi.from_conf(conf.api, namespace_default=conf.namespace)
+
+
+def _monitoring(conf: KubernetesConf, app_id: str) -> BackendMonitoring | None:
+    if conf.metrics_port == 0:
+        return None
+    from k8s_backend.metrics import BackendMonitoring
+
+    return BackendMonitoring.from_conf(conf, app_id)
+
+
+# -- the parts -----------------------------------------------------------------------------------------
+
+
+def _parts(
+    app: Application, runtime: Runtime, failures: FailureSink, heartbeat: DriverHeartbeat | None
+) -> BackendParts:
+    store = ExecutorPodsSnapshotsStore(runtime.scheduler, runtime.clock, app.rules)
+    watch_source, polling_source = _sources(app.conf, runtime, store)
+    monitor = _monitor(app.conf, runtime, store, failures)
+    monitoring = runtime.monitoring
+    # Every executor change reaches the monitor (histories, status, timeline) and the metrics by this route.
+    events = ExecutorEventsFanout([monitor] if monitoring is None else [monitor, monitoring.failures])
+    lifecycle = _lifecycle(app.conf, runtime, store, events)
+    allocator = _allocator(app, runtime, store, lifecycle, events, failures)
+    operations = ExecutorOperations(
+        runtime.api,
+        runtime.scheduler,
+        runtime.clock,
+        namespace=app.conf.namespace,
+        app_id=app.app_id,
+        lifecycle=app.conf.lifecycle,
+        driver=runtime.driver,
+    )
+    stop_sequence = build_stop_sequence(
+        app.conf,
+        app_id=app.app_id,
+        api=runtime.api,
+        sources=Sources(store, watch_source, polling_source),
+        allocator=allocator,
+        # Executors get time to exit only if a driver told them to stop.
+        operations=operations if runtime.driver is not None else None,
+        scheduler=runtime.scheduler if runtime.owns_scheduler else None,
+        owns_api=runtime.owns_api,
+        has_config_map=app.plan.config_map is not None,
+        has_pod_group=app.gang.volcano is not None,
+        has_auth_secret=app.plan.auth_secret is not None,
+        delete_heartbeat=None if heartbeat is None else heartbeat.delete,
+        config_map_collected=None if heartbeat is None else heartbeat.collects_config_map,
+        stop_metrics=None if monitoring is None else monitoring.server.stop,
+        write_timeline=None
+        if app.conf.report_timeline is None
+        else timeline_writer(
+            app.conf.report_timeline, monitor, f"{app.conf.app_name} ({app.app_id}): executor timeline"
+        ),
+    )
+    parts = BackendParts(
+        store=store,
+        watch_source=watch_source,
+        polling_source=polling_source,
+        allocator=allocator,
+        lifecycle=lifecycle,
+        operations=operations,
+        monitor=monitor,
+        events=events,
+        stop_sequence=stop_sequence,
+        registered_executors=functools.partial(registered_executor_count, runtime.driver, store),
+    )
+    if monitoring is not None:
+        monitoring.attach(parts, has_driver=runtime.driver is not None)
+    return parts
+
+
+def _sources(
+    conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore
+) -> tuple[WatchSource, ExecutorPodsPollingSnapshotSource]:
+    snapshots = conf.snapshots
+    watch_source = ExecutorPodsWatchSnapshotSource(
+        runtime.api, store, runtime.clock, namespace=conf.namespace, enabled=snapshots.enable_api_watcher
+    )
+    polling_source = ExecutorPodsPollingSnapshotSource(
+        runtime.api,
+        store,
+        runtime.scheduler,
+        namespace=conf.namespace,
+        interval=snapshots.api_polling_interval,
+        enabled=snapshots.enable_api_polling,
+        cached_reads=snapshots.enable_polling_with_resource_version,
+    )
+    return watch_source, polling_source
+
+
+def _monitor(
+    conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore, failures: FailureSink
+) -> ExecutorMonitor:
+    tracker = ExecutorTracker(
+        container_name=conf.executor.container_name,
+        stuck_timeout=conf.lifecycle.stuck_timeout,
+        image_pull_timeout=conf.lifecycle.image_pull_fail_timeout or None,
+    )
+    driver = runtime.driver
+    return ExecutorMonitor(
+        tracker,
+        store,
+        runtime.clock,
+        interval=conf.snapshots.event_processing_interval,
+        on_application_failed=failures.report,
+        registered_ids=None if driver is None else driver.registered_executors,
+    )
+
+
+def _lifecycle(
+    conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore, events: ExecutorEvents
+) -> ExecutorPodsLifecycleManager:
+    return ExecutorPodsLifecycleManager(
+        runtime.api,
+        store,
+        runtime.clock,
+        namespace=conf.namespace,
+        decider=LifecycleDecider(
+            container_name=conf.executor.container_name,
+            delete_on_termination=conf.lifecycle.delete_on_termination,
+            missing_pod_detect_delta=conf.snapshots.missing_pod_detect_delta,
+            removed_cache_timeout=conf.lifecycle.deleted_executors_cache_timeout,
+        ),
+        interval=conf.snapshots.event_processing_interval,
+        driver=runtime.driver,
+        events=events,
+    )
+
+
+def _allocator(
+    app: Application,
+    runtime: Runtime,
+    store: ExecutorPodsSnapshotsStore,
+    lifecycle: ExecutorPodsLifecycleManager,
+    events: ExecutorEvents,
+    failures: FailureSink,
+) -> ExecutorPodsAllocator:
+    metrics = runtime.monitoring
+    return ExecutorPodsAllocator(
+        AllocatorSettings.from_conf(app.conf),
+        app.identity,
+        runtime.api,
+        app.builder,
+        store if metrics is None else metrics.timed(store),  # each round timed
+        runtime.clock,
+        listeners=AllocatorListeners(
+            known_executor_ids=lifecycle.registered_executor_ids,
+            events=events,
+        ),
+        failures=failures,
+        scheduler=runtime.scheduler,
+    )

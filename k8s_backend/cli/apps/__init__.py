@@ -1,0 +1,1 @@
+"""Managing running applications: ``status``, ``kill``, ``list``, ``logs``, ``events`` and ``gc``."""
