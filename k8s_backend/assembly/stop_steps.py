@@ -96,6 +96,7 @@ def build_stop_sequence(
     executor timeline once nothing changes any more, before the deletes (which a hung API may delay).
     ``config_map_collected``: true when the heartbeat Lease owns the executor ConfigMap (its delete then
     collects the map, so the map's own delete is skipped)."""
+    # Over 60 lines only by its parameters and their docs: each is a part stop() must reach.
     steps = _stop_steps(
         conf,
         app_id,
@@ -149,13 +150,6 @@ def _stop_steps(
     has_auth_secret: bool = False,
     config_map_collected: Callable[[], bool] | None = None,
 ) -> list[Step]:
-    namespace = conf.namespace
-    app = app_selector(app_id)
-    executors = executor_selector(app_id)
-
-    def delete(resource: Any, selector: str) -> Callable[[], None]:
-        return functools.partial(api.delete_collection, resource, namespace, label_selector=selector)
-
     watch_source = sources.watch_source
     steps: list[Step] = [
         # Nothing reacts to pod changes from here on, but the watch keeps the store's view current
@@ -188,6 +182,38 @@ def _stop_steps(
         grace = conf.snapshots.subscribers_shutdown_grace_period
         threads = scheduler
         steps.append(("stop the backend threads", functools.partial(threads.shutdown, grace)))
+    return steps + _delete_steps(
+        conf,
+        app_id,
+        api,
+        allocator,
+        has_config_map=has_config_map,
+        has_pod_group=has_pod_group,
+        has_auth_secret=has_auth_secret,
+        config_map_collected=config_map_collected,
+    )
+
+
+def _delete_steps(
+    conf: KubernetesConf,
+    app_id: str,
+    api: KubernetesApi,
+    allocator: ExecutorPodsAllocator,
+    *,
+    has_config_map: bool,
+    has_pod_group: bool,
+    has_auth_secret: bool,
+    config_map_collected: Callable[[], bool] | None,
+) -> list[Step]:
+    """The deletes of what the application created, once nothing runs that could create more."""
+    namespace = conf.namespace
+    app = app_selector(app_id)
+    executors = executor_selector(app_id)
+    steps: list[Step] = []
+
+    def delete(resource: Any, selector: str) -> Callable[[], None]:
+        return functools.partial(api.delete_collection, resource, namespace, label_selector=selector)
+
     # A client-mode driver (no driver pod) has no driver service, and the claims of its executors are
     # owned by their pods (garbage-collected with them): two requests spared unless it made claims.
     cluster_mode = bool(conf.driver.pod_name)
