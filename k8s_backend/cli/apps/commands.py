@@ -35,6 +35,12 @@ GRACE_KEY = "spark.kubernetes.appKillPodDeletionGracePeriod"
 def add_parsers(subparsers: Any) -> None:
     """Add ``status``, ``kill``, ``list``, ``gc``, ``logs`` and ``events`` to an argparse subparsers
     object."""
+    for add in (_add_status, _add_kill, _add_list, _add_gc):
+        add(subparsers)
+    pod_commands.add_parsers(subparsers)
+
+
+def _add_status(subparsers: Any) -> None:
     status = subparsers.add_parser(
         "status",
         help="show applications: driver state and executors",
@@ -62,6 +68,8 @@ def add_parsers(subparsers: Any) -> None:
     common_options(status)
     status.set_defaults(handler=status_command)
 
+
+def _add_kill(subparsers: Any) -> None:
     kill = subparsers.add_parser(
         "kill",
         help="stop applications: delete their driver pod and executor pods",
@@ -82,6 +90,8 @@ def add_parsers(subparsers: Any) -> None:
     common_options(kill)
     kill.set_defaults(handler=kill_command)
 
+
+def _add_list(subparsers: Any) -> None:
     listing = subparsers.add_parser(
         "list",
         help="list applications (driver pods and client-mode executors)",
@@ -92,6 +102,8 @@ def add_parsers(subparsers: Any) -> None:
     common_options(listing)
     listing.set_defaults(handler=list_command)
 
+
+def _add_gc(subparsers: Any) -> None:
     gc = subparsers.add_parser(
         "gc",
         help="delete leftovers (executor pods, config maps, services, PVCs) of apps whose driver is gone",
@@ -110,7 +122,6 @@ def add_parsers(subparsers: Any) -> None:
     )
     common_options(gc)
     gc.set_defaults(handler=gc_command)
-    pod_commands.add_parsers(subparsers)
 
 
 KILL_NEEDS = [Permission("delete", PODS), Permission("deletecollection", PODS)]
