@@ -1,7 +1,8 @@
-"""Test doubles shipped with the library.
+"""Test doubles shipped with the library, for its tests and its users'; no product module imports them.
 
-- :class:`FakeKubernetes`: an in-memory Kubernetes API with real semantics (resourceVersion, selectors,
-  watch, 409/410/422, deletionTimestamp, owner-reference GC, fault injection).
+- :class:`FakeKubernetes`: the in-memory Kubernetes API (:class:`k8s_backend.memkube.InMemoryKubernetes`),
+  with real semantics (resourceVersion, selectors, watch, 409/410/422, deletionTimestamp, owner-reference
+  GC) and fault injection.
 - :class:`ManualClock` and :class:`DeterministicScheduler`: time and threads under the test's control.
 - ``LocalCluster`` is kept here as an alias of :class:`k8s_backend.local.LocalCluster`, the product kit
   that runs real Spark on local "pods".

@@ -1,4 +1,4 @@
-"""A process kubelet for local tests: pods of a InMemoryKubernetes run as local processes.
+"""A process kubelet for local tests: pods of the in-memory API run as local processes.
 
 - :class:`ProcessKubelet`: watches pods, schedules them on simulated :class:`Node` s and runs containers,
   translating Spark's executor and driver containers into local JVM commands on pyspark's jars.
