@@ -21,6 +21,7 @@ def test_a_moved_packages_submodules_follow_it() -> None:
     assert new_name("k8s_backend.scheduling.clock") == "k8s_backend.common.clock"
     assert new_name("k8s_backend.kube.port") is None
     from k8s_backend.executors.tracker import ExecutorTracker
+
     from k8s_backend.tracking.tracker import ExecutorTracker as Moved
 
     assert ExecutorTracker is Moved
