@@ -139,6 +139,38 @@ def _target_svg(axis: _Axis, steps: Sequence[tuple[float, int]], top: int, end: 
     return parts
 
 
+def _executor_svg(axis: _Axis, line: ExecutorLine, y: int) -> list[str]:
+    """One executor's row: its label, its spans, and a cross where it ended."""
+    label = f"exec {line.executor_id}"
+    tip = f"executor {line.executor_id}" + (f": {line.ended}" if line.ended else "")
+    svg = [f'<text x="4" y="{y + 13}" class="label"><title>{_esc(tip)}</title>{_esc(label)}</text>']
+    svg += [_span_svg(axis, span, y, line.executor_id) for span in line.spans]
+    if line.ended and line.spans:
+        last = line.spans[-1]
+        x = axis.x(last.end)
+        colour = COLOURS.get(last.kind, "#6e7681")
+        cross = f"M{x - 4:.1f},{y + 2} l8,{ROW - 10} m0,-{ROW - 10} l-8,{ROW - 10}"
+        svg.append(
+            f'<path d="{cross}" stroke="{colour}" stroke-width="2.5" class="end">'
+            f"<title>{_esc(tip)}</title></path>"
+        )
+        svg.append(f'<text x="{x + 8:.1f}" y="{y + 13}" class="note">{_esc(line.ended)}</text>')
+    return svg
+
+
+def _marker_svg(axis: _Axis, marker: Marker, top: int, bottom: int) -> list[str]:
+    """A dashed vertical line with a head at the bottom, for a driver's or the backend's notice."""
+    x = axis.x(marker.time)
+    colour = MARKER_COLOURS.get(marker.kind, MARKER_COLOURS["note"])
+    tip = f"{marker.kind} at {_iso(marker.time)}: {marker.text}"
+    return [
+        f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="{colour}" '
+        f'class="marker {marker.kind}"><title>{_esc(tip)}</title></line>',
+        f'<path d="M{x - 5:.1f},{bottom} l5,-8 l5,8 z" fill="{colour}" class="marker-head">'
+        f"<title>{_esc(tip)}</title></path>",
+    ]
+
+
 def render_html(timeline: Timeline) -> str:
     """The whole page: inline CSS and SVG, no script, no external resource."""
     axis = _Axis(timeline.start, timeline.end)
@@ -148,33 +180,9 @@ def render_html(timeline: Timeline) -> str:
     svg: list[str] = _ticks(axis, top, height - top - 30)
     svg += _target_svg(axis, timeline.target, top, timeline.end)
     for index, line in enumerate(timeline.executors):
-        y = rows_top + index * ROW
-        label = f"exec {line.executor_id}"
-        tip = f"executor {line.executor_id}" + (f": {line.ended}" if line.ended else "")
-        svg.append(f'<text x="4" y="{y + 13}" class="label"><title>{_esc(tip)}</title>{_esc(label)}</text>')
-        svg += [_span_svg(axis, span, y, line.executor_id) for span in line.spans]
-        if line.ended and line.spans:
-            last = line.spans[-1]
-            x = axis.x(last.end)
-            colour = COLOURS.get(last.kind, "#6e7681")
-            cross = f"M{x - 4:.1f},{y + 2} l8,{ROW - 10} m0,-{ROW - 10} l-8,{ROW - 10}"
-            svg.append(
-                f'<path d="{cross}" stroke="{colour}" stroke-width="2.5" class="end">'
-                f"<title>{_esc(tip)}</title></path>"
-            )
-            svg.append(f'<text x="{x + 8:.1f}" y="{y + 13}" class="note">{_esc(line.ended)}</text>')
+        svg += _executor_svg(axis, line, rows_top + index * ROW)
     for marker in timeline.markers:
-        x = axis.x(marker.time)
-        colour = MARKER_COLOURS.get(marker.kind, MARKER_COLOURS["note"])
-        tip = f"{marker.kind} at {_iso(marker.time)}: {marker.text}"
-        svg.append(
-            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{height - 30}" stroke="{colour}" '
-            f'class="marker {marker.kind}"><title>{_esc(tip)}</title></line>'
-        )
-        svg.append(
-            f'<path d="M{x - 5:.1f},{height - 30} l5,-8 l5,8 z" fill="{colour}" class="marker-head">'
-            f"<title>{_esc(tip)}</title></path>"
-        )
+        svg += _marker_svg(axis, marker, top, height - 30)
     legend = "".join(
         f'<span class="key"><i style="background:{colour}"></i>{kind}</span>'
         for kind, colour in COLOURS.items()
@@ -190,6 +198,7 @@ def render_html(timeline: Timeline) -> str:
     notes = "".join(f"<li>{_esc(note)}</li>" for note in timeline.notes)
     if notes:
         notes = f'<ul class="notes">{notes}</ul>'
+    # The page itself is one template: its lines are CSS and markup, not logic.
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{_esc(timeline.title)}</title>
