@@ -8,7 +8,6 @@ allocator's lock.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable
 
@@ -24,7 +23,7 @@ from k8s_backend.allocation.policy import NewRequest, RequestExecutors
 from k8s_backend.allocation.pvcs import PvcReusePolicy
 from k8s_backend.allocation.settings import AllocatorListeners
 from k8s_backend.conf.model import ResourceProfile
-from k8s_backend.kube.retry import caller_paces_throttling
+from k8s_backend.kube.retry import caller_retries
 from k8s_backend.scheduling import Clock
 
 log = logging.getLogger(__name__)
@@ -56,17 +55,15 @@ class ExecutorRequests:
         *,
         stopped: Callable[[], bool],
         accept: Accept,
-        adaptive: bool,
     ) -> None:
         """``stopped``: whether the allocator halted; ``accept``: records a created executor unless it
-        halted; ``adaptive``: adaptive batches pace throttling themselves (creates are not held back)."""
+        halted."""
         self._parts = parts
         self._pool = pool
         self._clock = clock
         self._listeners = listeners
         self._stopped = stopped
         self._accept = accept
-        self._adaptive = adaptive
 
     def shutdown(self) -> None:
         """Stop the pool's threads (creates in flight finish)."""
@@ -118,8 +115,9 @@ class ExecutorRequests:
             return executor_id
 
         def create(executor_id: int) -> Creation:
-            paced = caller_paces_throttling() if self._adaptive else contextlib.nullcontext()
-            with paced:
+            # The allocator is the one layer that retries a create (CreateRetries; adaptive batches also
+            # size themselves from each refusal): the adapter must try once.
+            with caller_retries():
                 return parts.creator.create(executor_id, profile, reusable)
 
         def on_result(result: CreateResult) -> bool:
