@@ -142,6 +142,16 @@ def drop_watches_three_times(cluster: LocalCluster) -> None:
         cluster.fake.drop_watches()
 
 
+def lists_fail_and_delete(count: int) -> Callable[[LocalCluster], None]:
+    """The next ``count`` lists fail, and a pod is deleted: only a list that works can show it."""
+
+    def fault(cluster: LocalCluster) -> None:
+        cluster.fake.fail_next("list", PODS, status=500, count=count)
+        delete_one(cluster)
+
+    return fault
+
+
 def mixed_after_start(cluster: LocalCluster) -> None:
     cluster.fake.drop_watches()
     end_pod(cluster, 137, "Error")
@@ -174,16 +184,8 @@ def faults() -> list[Fault]:
         ),
         Fault("creates over 2/s answered 429", before=lambda c: c.fake.limit_rate(2, "create", PODS)),
         Fault("list 500 x5 at start", before=lambda c: c.fake.fail_next("list", PODS, status=500, count=5)),
-        Fault(
-            "polling only: list 500 x10",
-            before=lambda c: c.fake.fail_next("list", PODS, status=500, count=10),
-            props=POLLING_ONLY,
-        ),
-        Fault(
-            "polling only: list 500 x30",
-            before=lambda c: c.fake.fail_next("list", PODS, status=500, count=30),
-            props=POLLING_ONLY,
-        ),
+        Fault("polling only: list 500 x10, pod deleted", after=lists_fail_and_delete(10), props=POLLING_ONLY),
+        Fault("polling only: list 500 x30, pod deleted", after=lists_fail_and_delete(30), props=POLLING_ONLY),
         Fault("polling only: pod deleted", after=delete_one, props=POLLING_ONLY),
         Fault("watch drops x3", after=drop_watches_three_times),
         Fault("410 with compaction", after=compact_and_drop),

@@ -127,7 +127,7 @@ class ExecutorPodsAllocator:
         self._targets: dict[int, int] = {}  # never shrinks: profiles are not removed (SPARK-30749)
         self._profiles: dict[int, ResourceProfile] = {DEFAULT_PROFILE_ID: settings.default_profile}
         self._newly_created: dict[int, NewRequest] = {}
-        self._known_newly_created: dict[int, int] = {}
+        self._known_newly_created: dict[int, NewRequest] = {}
         self._deleted: frozenset[int] = frozenset()
         self._counted_failures: frozenset[int] = frozenset()
         self._index = PodIndex()  # touched only by rounds, which never run concurrently
@@ -290,7 +290,8 @@ class ExecutorPodsAllocator:
         if plan.lost_before_seen:
             log.warning(
                 "Executors %s registered with the driver and were removed from it before their pods were "
-                "ever observed; they will be replaced.",
+                "ever observed; they count as requested until a pod list shows whether their pods still "
+                "exist (a killed executor's pod may), and are replaced once it shows they do not.",
                 _ids(plan.lost_before_seen),
             )
         if plan.vanished:

@@ -169,6 +169,12 @@ class ExecutorMonitor:
         with self._lock:
             return self._tracker.describe(executor_id)
 
+    def describe_all(self) -> list[str]:
+        """Every tracked executor's history on one line each, by executor id: what was created, why,
+        and what became of it (to explain a run afterwards)."""
+        with self._lock:
+            return [self._tracker.describe(i) for i in sorted(self._tracker.histories())]
+
     def progress(self) -> tuple[dict[ExecutorState, int], list[PendingReason]]:
         """Executors per state and why those not running yet wait (for the progress line)."""
         with self._lock:
