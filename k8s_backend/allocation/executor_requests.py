@@ -98,6 +98,8 @@ class ExecutorRequests:
         left = [request.count]
         go_on = [True]
         refused = [False]
+        why = _why(request)
+        retried: set[int] = set()
 
         def next_id() -> int | None:
             if left[0] <= 0 or not go_on[0] or parts.creator.must_wait_for_pvc(reusable):
@@ -108,6 +110,8 @@ class ExecutorRequests:
             retry_id = parts.retries.take_id(request.rp_id)
             stopped = self._stopped()
             executor_id = None if stopped else retry_id if retry_id is not None else parts.ids.next()
+            if executor_id is not None and executor_id == retry_id:
+                retried.add(executor_id)
             if executor_id is None:  # stopped, or spark.kubernetes.allocation.maximum reached
                 go_on[0] = False
                 return None
@@ -122,14 +126,17 @@ class ExecutorRequests:
 
         def on_result(result: CreateResult) -> bool:
             results.append(result)
-            if not self._record(result.executor_id, request.rp_id, result.creation, refused):
+            reason = why + (RETRIED if result.executor_id in retried else "")
+            if not self._record(result.executor_id, request.rp_id, result.creation, refused, reason):
                 go_on[0] = False
             return go_on[0]
 
         self._pool.run(next_id, create, on_result, concurrency)
         return go_on[0]
 
-    def _record(self, executor_id: int, rp_id: int, creation: Creation, refused: list[bool]) -> bool:
+    def _record(
+        self, executor_id: int, rp_id: int, creation: Creation, refused: list[bool], reason: str
+    ) -> bool:
         """Record what became of one create (on the round's thread); False: create no more this round."""
         parts = self._parts
         if creation.retryable:
@@ -155,6 +162,17 @@ class ExecutorRequests:
             parts.deletes.take_back(executor_id)
             return False
         if self._listeners.on_executor_requested is not None:
-            self._listeners.on_executor_requested(executor_id, rp_id)
+            self._listeners.on_executor_requested(executor_id, rp_id, reason)
         log.debug("Requested executor with id %d from Kubernetes.", executor_id)
         return True
+
+
+RETRIED = "; the same id asked again after a transient create error (a pod that exists is adopted)"
+
+
+def _why(request: RequestExecutors) -> str:
+    """Why a round created its pods, for the executor histories: the counts it decided on."""
+    return (
+        f"created for target {request.target} of profile {request.rp_id}: {request.known} counted "
+        f"(running, pending or requested), {request.count} requested this round"
+    )

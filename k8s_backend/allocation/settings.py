@@ -78,5 +78,6 @@ class AllocatorListeners:
     """What the allocator asks (the executor ids the driver knows) and tells about each executor."""
 
     known_executor_ids: Callable[[], Collection[int]] = _no_known_executors
-    on_executor_requested: Callable[[int, int], None] | None = None  # (executor id, profile id)
+    # (executor id, profile id, why the allocator created it)
+    on_executor_requested: Callable[[int, int, str], None] | None = None
     on_creation_failed: Callable[[int, int, str], None] | None = None  # (executor id, profile id, reason)

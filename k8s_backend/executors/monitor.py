@@ -79,9 +79,10 @@ class ExecutorMonitor:
         )
         self._on_application_failed(reason)
 
-    def requested(self, executor_id: int, resource_profile_id: int) -> None:
+    def requested(self, executor_id: int, resource_profile_id: int, reason: str = "") -> None:
+        """The allocator created this executor's pod, for ``reason``."""
         with self._lock:
-            self._tracker.requested(executor_id, resource_profile_id, self._clock.now())
+            self._tracker.requested(executor_id, resource_profile_id, self._clock.now(), reason)
 
     def creation_failed(self, executor_id: int, resource_profile_id: int, detail: str) -> None:
         with self._lock:
