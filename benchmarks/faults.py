@@ -6,6 +6,8 @@ injects the fault, and prints per fault, over the runs:
 
 - ``converged``: runs that reached exactly the target (never more live executor pods than the target);
 - ``to converge``: median seconds from start (or from the fault, for faults after start-up);
+- ``after heal``: median seconds from the last error the API answered (5xx, 429 or a create answered
+  after the client's timeout) to the target: how fast the backend recovers once the API works again;
 - ``failed app``: runs in which the backend failed the application;
 - ``lost``: executor losses the backend reported (median);
 - ``left``: objects of the application left 10 s after ``stop()`` returned (pods, config maps, services,
@@ -65,6 +67,7 @@ class Run:
     left: int = 0
     stop: float = float("nan")
     requests: int = 0
+    after_heal: float = float("nan")
 
 
 @attrs.frozen
@@ -139,16 +142,36 @@ def drop_watches_three_times(cluster: LocalCluster) -> None:
         cluster.fake.drop_watches()
 
 
+def lists_fail_and_delete(count: int) -> Callable[[LocalCluster], None]:
+    """The next ``count`` lists fail, and a pod is deleted: only a list that works can show it."""
+
+    def fault(cluster: LocalCluster) -> None:
+        cluster.fake.fail_next("list", PODS, status=500, count=count)
+        delete_one(cluster)
+
+    return fault
+
+
 def mixed_after_start(cluster: LocalCluster) -> None:
     cluster.fake.drop_watches()
     end_pod(cluster, 137, "Error")
     delete_one(cluster)
 
 
+POLLING_ONLY = {
+    "spark.kubernetes.executor.enableApiWatcher": "false",
+    "spark.kubernetes.executor.apiPollingInterval": "1s",
+}
+"""The watch off, a list every second: the polling source alone keeps the view."""
+
+
 def faults() -> list[Fault]:
     return [
         Fault("no fault"),
         Fault("create 500 x3", before=lambda c: c.fake.fail_next("create", PODS, status=500, count=3)),
+        Fault("create 500 x9", before=lambda c: c.fake.fail_next("create", PODS, status=500, count=9)),
+        Fault("create 500 x20", before=lambda c: c.fake.fail_next("create", PODS, status=500, count=20)),
+        Fault("create 503 x30", before=lambda c: c.fake.fail_next("create", PODS, status=503, count=30)),
         Fault("create 503 for 10 s", before=lambda c: c.fake.fail_for(10, "create", PODS, status=503)),
         Fault(
             "create 429 x5, Retry-After 1",
@@ -161,6 +184,9 @@ def faults() -> list[Fault]:
         ),
         Fault("creates over 2/s answered 429", before=lambda c: c.fake.limit_rate(2, "create", PODS)),
         Fault("list 500 x5 at start", before=lambda c: c.fake.fail_next("list", PODS, status=500, count=5)),
+        Fault("polling only: list 500 x10, pod deleted", after=lists_fail_and_delete(10), props=POLLING_ONLY),
+        Fault("polling only: list 500 x30, pod deleted", after=lists_fail_and_delete(30), props=POLLING_ONLY),
+        Fault("polling only: pod deleted", after=delete_one, props=POLLING_ONLY),
         Fault("watch drops x3", after=drop_watches_three_times),
         Fault("410 with compaction", after=compact_and_drop),
         Fault("executor SIGKILL (137)", after=lambda c: end_pod(c, 137, "Error")),
@@ -175,6 +201,36 @@ def faults() -> list[Fault]:
             after=mixed_after_start,
         ),
     ]
+
+
+class LastError:
+    """Samples the server's request log: when it last answered an error (5xx or 429), on a thread."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self._cluster = cluster
+        self._seen = 0
+        self._errors = 0
+        self.at: float | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            self.sample()
+
+    def sample(self) -> None:
+        records = self._cluster.server.request_log
+        new = records[self._seen :]
+        self._seen = len(records)
+        errors = sum(1 for r in new if r.status >= 500 or r.status == 429)
+        if errors:
+            self._errors += errors
+            self.at = time.monotonic()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def one_run(fault: Fault, target: int) -> Run:
@@ -196,6 +252,7 @@ def one_run(fault: Fault, target: int) -> Run:
                 result.over_allocated = True
             return running(cluster) == target and len(live_executors(cluster)) == target
 
+        last_error = LastError(cluster)
         try:
             backend.start()
             reached = cluster.wait_until(lambda: settled() or bool(failures), CONVERGE_TIMEOUT)
@@ -207,8 +264,12 @@ def one_run(fault: Fault, target: int) -> Run:
             if reached and not failures:
                 result.converged = not result.over_allocated
                 result.to_converge = time.monotonic() - began
+                last_error.sample()
+                if last_error.at is not None:
+                    result.after_heal = time.monotonic() - max(last_error.at, began)
         except Exception as error:  # a start() that raises is a result, not a crash of the suite
             failures.append(f"{type(error).__name__}: {error}")
+        last_error.stop()
         result.failed = bool(failures)
         status = backend.status()
         result.lost = len(status["recent_losses"])
@@ -239,12 +300,13 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="names (substrings) of the faults to run")
     args = parser.parse_args()
     chosen = [f for f in faults() if not args.only or any(o in f.name for o in args.only)]
-    print(f"{'fault':52} converged  to converge  failed app  lost  left  stop s  requests")
+    print(f"{'fault':52} converged  to converge  after heal  failed app  lost  left  stop s  requests")
     for fault in chosen:
         runs = [one_run(fault, args.target) for _ in range(args.runs)]
         print(
             f"{fault.name:52} {sum(r.converged for r in runs)}/{len(runs):<8} "
-            f"{_median([r.to_converge for r in runs]):>11}  {sum(r.failed for r in runs)}/{len(runs):<9} "
+            f"{_median([r.to_converge for r in runs]):>11}  {_median([r.after_heal for r in runs]):>10}  "
+            f"{sum(r.failed for r in runs)}/{len(runs):<9} "
             f"{statistics.median(r.lost for r in runs):>4}  {sum(r.left for r in runs):>4}  "
             f"{_median([r.stop for r in runs]):>6}  {statistics.median(r.requests for r in runs):>8}",
             flush=True,

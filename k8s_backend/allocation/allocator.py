@@ -36,7 +36,7 @@ from k8s_backend.allocation.policy import (
 )
 from k8s_backend.allocation.pvcs import claim_names_in_use
 from k8s_backend.allocation.settings import AllocatorIdentity, AllocatorListeners, AllocatorSettings
-from k8s_backend.common import Clock, Scheduler
+from k8s_backend.common import Cancellable, Clock, Scheduler
 from k8s_backend.common.failure_sink import FailureReporter, FailureSink
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
 from k8s_backend.kube.port import KubernetesApi
@@ -95,7 +95,9 @@ class ExecutorPodsAllocator:
             pvc_policy=settings.pvc_policy,
             identity=identity,
         )
-        self._retries = CreateRetries(clock, settings.batch_delay)
+        self._retries = CreateRetries(clock)
+        self._scheduler = scheduler
+        self._wakeup: Cancellable | None = None  # the round run when a create back-off ends
         self._pacer = BatchPacer(
             settings.adaptive,
             batch_size=settings.limits.batch_size,
@@ -119,14 +121,13 @@ class ExecutorPodsAllocator:
             self._listeners,
             stopped=self._is_stopped,
             accept=self._accept,
-            adaptive=self._pacer.adaptive,
         )
 
         self._lock = threading.Lock()
         self._targets: dict[int, int] = {}  # never shrinks: profiles are not removed (SPARK-30749)
         self._profiles: dict[int, ResourceProfile] = {DEFAULT_PROFILE_ID: settings.default_profile}
         self._newly_created: dict[int, NewRequest] = {}
-        self._known_newly_created: dict[int, int] = {}
+        self._known_newly_created: dict[int, NewRequest] = {}
         self._deleted: frozenset[int] = frozenset()
         self._counted_failures: frozenset[int] = frozenset()
         self._index = PodIndex()  # touched only by rounds, which never run concurrently
@@ -148,6 +149,9 @@ class ExecutorPodsAllocator:
         """Stop requesting and deleting pods; rounds still delivered afterwards do nothing."""
         with self._lock:
             self._stopped = True
+            wakeup, self._wakeup = self._wakeup, None
+        if wakeup is not None:
+            wakeup.cancel()
         self._pacer.halt()
         self._requests.shutdown()
 
@@ -286,7 +290,8 @@ class ExecutorPodsAllocator:
         if plan.lost_before_seen:
             log.warning(
                 "Executors %s registered with the driver and were removed from it before their pods were "
-                "ever observed; they will be replaced.",
+                "ever observed; they count as requested until a pod list shows whether their pods still "
+                "exist (a killed executor's pod may), and are replaced once it shows they do not.",
                 _ids(plan.lost_before_seen),
             )
         if plan.vanished:
@@ -306,7 +311,10 @@ class ExecutorPodsAllocator:
             pending_kept += len(excess.pending_ids)
         with self._lock:
             may_request = not self._stopped
-        may_request = may_request and not self._failures.exhausted and self._retries.may_create()
+        may_request = may_request and not self._failures.exhausted
+        if plan.requests and may_request and not self._retries.may_create():
+            self._wake_after_backoff()
+            may_request = False
         results: list[CreateResult] = []
         if plan.requests and may_request and pace.may_create:
             if all_deleted:
@@ -319,7 +327,27 @@ class ExecutorPodsAllocator:
                 log.info("Not requesting executors this round: an excess pod deletion failed.")
         with self._lock:
             self._outstanding = plan.pending_unknown + pending_kept + len(self._newly_created)
+        if any(r.creation.retryable for r in results):
+            self._wake_after_backoff()
         return results
+
+    def _wake_after_backoff(self) -> None:
+        """Run a round as soon as the create back-off ends, when that comes before the next regular round:
+        recovery then follows the API's healing by the back-off's cap, not by a batch delay more."""
+        wait = self._retries.retry_in()
+        if self._scheduler is None or wait >= self._settings.batch_delay:
+            return
+        with self._lock:
+            if self._stopped or self._wakeup is not None:
+                return
+            self._wakeup = self._scheduler.schedule(wait, self._woken)
+
+    def _woken(self) -> None:
+        with self._lock:
+            self._wakeup = None
+            if self._stopped:
+                return
+        self._store.notify_subscribers()
 
     def _delete_timed_out(self, executor_ids: tuple[int, ...]) -> None:
         log.warning(

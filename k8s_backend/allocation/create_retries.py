@@ -1,11 +1,13 @@
 """Riding out an API outage while creating executor pods.
 
-A create the API refuses with a transient error (429, 5xx, connection error or timeout, after the
-adapter's own retries) says nothing about the executor: Spark 4.3 counts every creation error against
+A create the API refuses with a transient error (429, 5xx, connection error or timeout) says nothing
+about the executor: Spark 4.3 counts every creation error against
 ``spark.executor.maxNumFailures`` (SPARK-55075), so a ten-second 503 outage failed the application with no
-executor ever failing. Here such a create is not a failure: the allocator stops creating, waits (backing
-off exponentially, and at least as long as a ``Retry-After`` asks), then asks again in a later round. The
-outage is logged once when it starts and once when creates work again.
+executor ever failing. Here such a create is not a failure: the allocator stops creating, waits (the
+short back-off of :mod:`k8s_backend.kube.backoff`, and at least as long as a ``Retry-After`` asks), then
+asks again in a later round, or in a round run as soon as the wait is over. This is the only layer that
+retries a create: the adapter tries once (:func:`k8s_backend.kube.retry.caller_retries`). The outage is
+logged once when it starts and once when creates work again.
 """
 
 from __future__ import annotations
@@ -17,27 +19,9 @@ from typing import Any
 
 from k8s_backend.allocation.creator import Creation
 from k8s_backend.common import Clock
+from k8s_backend.kube.backoff import retry_delay
 
 log = logging.getLogger(__name__)
-
-MAX_BACKOFF = 30.0
-"""The longest wait between two attempts of our own choosing (seconds)."""
-
-MAX_RETRY_AFTER = 300.0
-"""The longest ``Retry-After`` honoured: a guard against a server asking for an absurd wait (seconds)."""
-
-
-def backoff_delay(
-    failures: int, base: float, *, retry_after: float | None = None, max_backoff: float = MAX_BACKOFF
-) -> float:
-    """How long to wait after the ``failures``-th transient error in a row: ``base`` doubled each time up
-    to ``max_backoff``, and never less than the server's ``retry_after`` (itself capped)."""
-    exponent = min(max(failures - 1, 0), 30)  # 2**30 * base is beyond any max_backoff
-    delay = min(base * 2.0**exponent, max_backoff)
-    if retry_after is not None and retry_after > 0:
-        delay = max(delay, min(retry_after, MAX_RETRY_AFTER))
-    return delay
-
 
 class CreateRetries:
     """The allocator's memory of an outage: when it may create again, and which executor ids to create again.
@@ -47,9 +31,8 @@ class CreateRetries:
     Thread-safe: rounds use it, :meth:`status` may be read from anywhere.
     """
 
-    def __init__(self, clock: Clock, base_delay: float) -> None:
+    def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self._base_delay = max(base_delay, 0.1)  # a batch delay of 0 must not mean asking in a tight loop
         self._lock = threading.Lock()
         self._failures = 0  # transient create errors in a row
         self._since = 0.0  # when the first of them happened
@@ -60,6 +43,11 @@ class CreateRetries:
         """Whether the backoff after the last transient error is over (always, outside an outage)."""
         with self._lock:
             return self._clock.now() >= self._retry_at
+
+    def retry_in(self) -> float:
+        """Seconds until creates may be asked for again (0 outside an outage)."""
+        with self._lock:
+            return max(self._retry_at - self._clock.now(), 0.0)
 
     def take_id(self, rp_id: int) -> int | None:
         """An executor id of ``rp_id`` whose create is to be asked for again, or None."""
@@ -91,7 +79,7 @@ class CreateRetries:
                 self._since = now
             if creation.reuse_id:
                 self._ids[executor_id] = rp_id
-            delay = backoff_delay(failures, self._base_delay, retry_after=creation.retry_after)
+            delay = retry_delay(failures, retry_after=creation.retry_after)
             self._retry_at = now + delay
         if failures == 1:
             log.warning(

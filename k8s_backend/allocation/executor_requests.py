@@ -8,7 +8,6 @@ allocator's lock.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable
 
@@ -25,7 +24,7 @@ from k8s_backend.allocation.pvcs import PvcReusePolicy
 from k8s_backend.allocation.settings import AllocatorListeners
 from k8s_backend.common import Clock
 from k8s_backend.conf.model import ResourceProfile
-from k8s_backend.kube.retry import caller_paces_throttling
+from k8s_backend.kube.retry import caller_retries
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +55,15 @@ class ExecutorRequests:
         *,
         stopped: Callable[[], bool],
         accept: Accept,
-        adaptive: bool,
     ) -> None:
         """``stopped``: whether the allocator halted; ``accept``: records a created executor unless it
-        halted; ``adaptive``: adaptive batches pace throttling themselves (creates are not held back)."""
+        halted."""
         self._parts = parts
         self._pool = pool
         self._clock = clock
         self._listeners = listeners
         self._stopped = stopped
         self._accept = accept
-        self._adaptive = adaptive
 
     def shutdown(self) -> None:
         """Stop the pool's threads (creates in flight finish)."""
@@ -101,6 +98,8 @@ class ExecutorRequests:
         left = [request.count]
         go_on = [True]
         refused = [False]
+        why = _why(request)
+        retried: set[int] = set()
 
         def next_id() -> int | None:
             if left[0] <= 0 or not go_on[0] or parts.creator.must_wait_for_pvc(reusable):
@@ -111,6 +110,8 @@ class ExecutorRequests:
             retry_id = parts.retries.take_id(request.rp_id)
             stopped = self._stopped()
             executor_id = None if stopped else retry_id if retry_id is not None else parts.ids.next()
+            if executor_id is not None and executor_id == retry_id:
+                retried.add(executor_id)
             if executor_id is None:  # stopped, or spark.kubernetes.allocation.maximum reached
                 go_on[0] = False
                 return None
@@ -118,20 +119,24 @@ class ExecutorRequests:
             return executor_id
 
         def create(executor_id: int) -> Creation:
-            paced = caller_paces_throttling() if self._adaptive else contextlib.nullcontext()
-            with paced:
+            # The allocator is the one layer that retries a create (CreateRetries; adaptive batches also
+            # size themselves from each refusal): the adapter must try once.
+            with caller_retries():
                 return parts.creator.create(executor_id, profile, reusable)
 
         def on_result(result: CreateResult) -> bool:
             results.append(result)
-            if not self._record(result.executor_id, request.rp_id, result.creation, refused):
+            reason = why + (RETRIED if result.executor_id in retried else "")
+            if not self._record(result.executor_id, request.rp_id, result.creation, refused, reason):
                 go_on[0] = False
             return go_on[0]
 
         self._pool.run(next_id, create, on_result, concurrency)
         return go_on[0]
 
-    def _record(self, executor_id: int, rp_id: int, creation: Creation, refused: list[bool]) -> bool:
+    def _record(
+        self, executor_id: int, rp_id: int, creation: Creation, refused: list[bool], reason: str
+    ) -> bool:
         """Record what became of one create (on the round's thread); False: create no more this round."""
         parts = self._parts
         if creation.retryable:
@@ -155,6 +160,17 @@ class ExecutorRequests:
             # stop() ran while this create was in flight: its delete may already be done.
             parts.deletes.take_back(executor_id)
             return False
-        self._listeners.events.requested(executor_id, rp_id)
+        self._listeners.events.requested(executor_id, rp_id, reason)
         log.debug("Requested executor with id %d from Kubernetes.", executor_id)
         return True
+
+
+RETRIED = "; the same id asked again after a transient create error (a pod that exists is adopted)"
+
+
+def _why(request: RequestExecutors) -> str:
+    """Why a round created its pods, for the executor histories: the counts it decided on."""
+    return (
+        f"created for target {request.target} of profile {request.rp_id}: {request.known} counted "
+        f"(running, pending or requested), {request.count} requested this round"
+    )

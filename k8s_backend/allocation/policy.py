@@ -82,7 +82,7 @@ class RoundInput:
     now: float
     limits: AllocationLimits = AllocationLimits()
     newly_created: Mapping[int, NewRequest] = attrs.field(factory=dict, converter=_frozen_map)
-    scheduler_known_newly_created: Mapping[int, int] = attrs.field(factory=dict, converter=_frozen_map)
+    scheduler_known_newly_created: Mapping[int, NewRequest] = attrs.field(factory=dict, converter=_frozen_map)
     deleted: frozenset[int] = frozenset()
     counted_failures: frozenset[int] = frozenset()
     scheduler_known: frozenset[int] = frozenset()
@@ -162,7 +162,7 @@ class AllocationPlan:
     """
 
     newly_created: Mapping[int, NewRequest] = attrs.field(converter=_frozen_map)
-    scheduler_known_newly_created: Mapping[int, int] = attrs.field(converter=_frozen_map)
+    scheduler_known_newly_created: Mapping[int, NewRequest] = attrs.field(converter=_frozen_map)
     deleted: frozenset[int]
     counted_failures: frozenset[int]
     new_failures: tuple[int, ...] = ()
@@ -198,15 +198,18 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
 
     # Requests seen in a snapshot are no longer requests: the snapshot counts them from now on.
     newly = {i: r for i, r in inp.newly_created.items() if i not in seen}
-    known_newly = {i: rp for i, rp in inp.scheduler_known_newly_created.items() if i not in seen}
+    known_newly = {i: r for i, r in inp.scheduler_known_newly_created.items() if i not in seen}
     # Registered with the driver but not seen yet: counted, never timed out, never deleted (SPARK-34361).
     for executor_id in [i for i in newly if i in known]:
-        known_newly[executor_id] = newly.pop(executor_id).rp_id
-    # The driver forgot an executor whose pod we never saw: it is gone, so stop counting it and let
-    # its slot be requested again once (SPARK-44609; Spark kept counting it forever).
+        known_newly[executor_id] = newly.pop(executor_id)
+    # The driver forgot an executor whose pod we never saw (SPARK-44609: Spark kept counting it forever).
+    # That does not make its pod gone: a killed executor's pod lives on (a Pending one is never
+    # force-deleted), and replacing it at once made 7 pods for a target of 5. It counts as a request
+    # again: a snapshot shows the pod, or a full list taken after its create lacks it (just below) and
+    # its slot is requested again, or the creation timeout deletes it.
     lost = tuple(i for i in known_newly if i not in known)
     for executor_id in lost:
-        del known_newly[executor_id]
+        newly[executor_id] = known_newly.pop(executor_id)
     # Created, then deleted before any watch event reached us: a full list taken after the create lacks
     # it, so it is gone and its slot is requested again now, not after the creation timeout. A list
     # older than the create proves nothing: such a request keeps counting as pending (no over-allocation).
@@ -250,7 +253,7 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
             pending_unknown=len(pending_unknown),
             pending_known=len(pending) - len(pending_unknown),
             newly_created=len(newly_for_rp),
-            known_newly_created=sum(1 for rp in known_newly.values() if rp == rp_id),
+            known_newly_created=sum(1 for r in known_newly.values() if r.rp_id == rp_id),
             # Improvement: an Unknown pod (node unreachable) is alive until proven otherwise.
             unknown_phase=_live_count(index, rps, PodPhase.UNKNOWN, deleted),
         )

@@ -79,4 +79,4 @@ class AllocatorListeners:
     """What the allocator asks (the executor ids the driver knows) and tells about each executor."""
 
     known_executor_ids: Callable[[], Collection[int]] = _no_known_executors
-    events: ExecutorEvents = NO_EVENTS  # told of each executor requested, or whose pod was refused
+    events: ExecutorEvents = NO_EVENTS  # told of each executor requested (and why), or whose pod was refused

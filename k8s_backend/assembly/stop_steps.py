@@ -254,7 +254,7 @@ def timeline_writer(path: str, monitor: ExecutorMonitor, title: str) -> Callable
     def write() -> None:
         page = render_html(monitor.timeline(title))
         target = Path(path)
-        partial = target.with_name(target.name + ".partial")
+        partial = target.with_name(target.name + PARTIAL_SUFFIX)
         try:
             partial.write_text(page, encoding="utf-8")
             partial.replace(target)  # a reader never sees half a page
@@ -266,15 +266,57 @@ def timeline_writer(path: str, monitor: ExecutorMonitor, title: str) -> Callable
     return write
 
 
+PARTIAL_SUFFIX = ".partial"  # the page is written beside its target, then renamed
+
+
 def _check_writable(path: str) -> None:
     target = Path(path)
     folder, told = target.parent, f"spark.kubernetes.report.timeline={path}"
+    _check_name_fits(target, told)
     if target.is_dir():
         raise ConfigError(f"{told} is a directory: name the HTML file, e.g. {target / 'timeline.html'}")
     if not folder.is_dir():
         raise ConfigError(f"{told}: no directory {folder}: create it, or name a file in an existing one")
     if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise ConfigError(f"{told} cannot be written (permission denied): name a file you can write")
+
+
+def _name_limits(folder: Path) -> tuple[int, int]:
+    """The longest file name and path (bytes) where the file goes: its folder's, else the working
+    directory's, else POSIX's usual 255 and 4096 (no pathconf on Windows)."""
+    for where in (folder, Path(".")):
+        try:
+            return os.pathconf(where, "PC_NAME_MAX"), os.pathconf(where, "PC_PATH_MAX")
+        except (OSError, ValueError, AttributeError):
+            continue
+    return 255, 4096
+
+
+def _check_name_fits(target: Path, told: str) -> None:
+    """Refuse a name the file system cannot hold now, rather than failing to write it after the run."""
+    key = "spark.kubernetes.report.timeline"
+    name_max, path_max = _name_limits(target.parent)
+    for part in target.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise ConfigError(
+                f"{told}: the name {part[:40]!r}... is {len(os.fsencode(part))} bytes, more than the "
+                f"{name_max} a file name may have here: use a shorter name",
+                key=key,
+                value=str(target),
+            )
+    if len(os.fsencode(target.name + PARTIAL_SUFFIX)) > name_max:
+        raise ConfigError(
+            f"{told}: the file name must leave room for the {PARTIAL_SUFFIX!r} suffix of the page "
+            f"being written ({name_max - len(PARTIAL_SUFFIX)} bytes at most here): use a shorter name",
+            key=key,
+            value=str(target),
+        )
+    if len(os.fsencode(os.path.abspath(target))) >= path_max:
+        raise ConfigError(
+            f"{told}: the path is longer than the {path_max} bytes a path may have here: use a shorter one",
+            key=key,
+            value=str(target),
+        )
 
 
 def _worth_retrying(error: BaseException) -> bool:

@@ -35,8 +35,9 @@ class StateMachine(Generic[S]):
 
     ``now`` is the clock of the transitions that do not say ``at``; without one, every transition must
     say ``at`` (event-driven bookkeeping, where the time travels with the event). ``started_at``
-    records the start as the first history entry; ``keep_first`` keeps that first entry when the
-    history is trimmed to ``history_limit``, so the history always says how it began.
+    records the start as the first history entry (with ``started_reason``, why it began); ``keep_first``
+    keeps that first entry when the history is trimmed to ``history_limit``, so the history always says
+    how it began.
     """
 
     def __init__(
@@ -48,6 +49,7 @@ class StateMachine(Generic[S]):
         *,
         history_limit: int = 100,
         started_at: float | None = None,
+        started_reason: str = "",
         keep_first: bool = False,
     ) -> None:
         if history_limit < (2 if keep_first else 1):
@@ -61,7 +63,7 @@ class StateMachine(Generic[S]):
         self._keep_first = keep_first
         self._lock = threading.Lock()
         if started_at is not None:
-            self._history.append(Transition(started_at, initial, initial))
+            self._history.append(Transition(started_at, initial, initial, started_reason))
 
     @property
     def state(self) -> S:
@@ -92,6 +94,17 @@ class StateMachine(Generic[S]):
             if not self.can(target):
                 return False
             self._move(target, reason, at, stay_reason)
+            return True
+
+    def explain_start(self, reason: str) -> bool:
+        """Give the recorded start (``started_at``) its reason, known only later; False if the start entry
+        is gone or already has one."""
+        with self._lock:
+            if not self._history or self._history[0].source is not self._history[0].target:
+                return False
+            if self._history[0].reason:
+                return False
+            self._history[0] = attrs.evolve(self._history[0], reason=reason)
             return True
 
     def _move(self, target: S, reason: str, at: float | None, stay_reason: str) -> Transition[S]:

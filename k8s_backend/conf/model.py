@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from k8s_backend.conf.credentials import looks_like_credential
 from k8s_backend.conf.frozen import FrozenDict, freeze
 from k8s_backend.kube.settings import ApiClientConf as ApiClientConf  # how to reach the API server
 
@@ -25,9 +26,14 @@ REDACTED = "*********(redacted)"  # what Spark shows instead of a secret
 
 
 def redacted(props: Mapping[str, str]) -> dict[str, str]:
-    """``props`` with the values of secret keys replaced, by ``spark.redaction.regex`` as Spark does."""
+    """``props`` with the values of secret keys replaced: those ``spark.redaction.regex`` matches, as
+    Spark does, and every key that looks like a credential's even if the pattern misses it
+    (:func:`~k8s_backend.conf.credentials.looks_like_credential`)."""
     pattern = re.compile(props.get("spark.redaction.regex") or DEFAULT_REDACTION_REGEX)
-    return {key: REDACTED if pattern.search(key) else value for key, value in props.items()}
+    return {
+        key: REDACTED if pattern.search(key) or looks_like_credential(key) else value
+        for key, value in props.items()
+    }
 
 
 DEFAULT_PROFILE_ID = 0

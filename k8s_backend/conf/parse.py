@@ -103,12 +103,21 @@ def _as_text(name: str, value: object) -> str:
     )
 
 
-def warn_unknown_keys(props: Mapping[str, str]) -> None:
-    """Warn about ``spark.kubernetes.*`` keys the table does not know, with the nearest known key."""
+def unknown_key_warnings(props: Mapping[str, str]) -> list[str]:
+    """One warning per ``spark.kubernetes.*`` key neither k8s_backend nor Spark knows, naming the nearest
+    known key (``k8s-backend submit`` prints them before anything starts)."""
+    warnings = []
     for name in keys.unknown_keys(props):
         near = keys.suggest(name)
         hint = f"; did you mean {near}?" if near else ""
-        log.warning("Unknown Spark property %s is ignored by k8s_backend%s", name, hint)
+        warnings.append(f"Unknown Spark property {name} is ignored by k8s_backend{hint}")
+    return warnings
+
+
+def warn_unknown_keys(props: Mapping[str, str]) -> None:
+    """Log :func:`unknown_key_warnings`."""
+    for warning in unknown_key_warnings(props):
+        log.warning("%s", warning)
 
 
 @attrs.frozen

@@ -23,6 +23,11 @@ from k8s_backend.kube import quantity as kube_quantity
 
 _LONG_MAX = 2**63 - 1
 
+MAX_DURATION_DAYS = 36_500
+"""The longest duration accepted (100 years). Longer ones overflow what the clock and the scheduler hold
+(``threading.TIMEOUT_MAX`` is ~292 years, and deadlines add to the clock): ``stopTimeout=100000000000d``
+was accepted, then every ``stop()`` raised ``OverflowError``."""
+
 SIZE_UNITS: dict[str, int] = {
     "b": 1,
     "k": 2**10,
@@ -133,8 +138,13 @@ def parse_duration(raw: str, *, key: str, unit: str = "ms") -> int:
     if suffix is not None and suffix not in TIME_UNITS:
         raise _error(key, raw, "a duration", f"{suffix!r} is not a time unit; {fix}")
     value = int(digits) * TIME_UNITS[suffix or unit] // TIME_UNITS[unit]
-    if value > _LONG_MAX:
-        raise _error(key, raw, "a duration that fits in 64 bits", "use a smaller value")
+    if value > MAX_DURATION_DAYS * TIME_UNITS["d"] // TIME_UNITS[unit]:
+        raise _error(
+            key,
+            raw,
+            f"a duration the clock and the scheduler can hold (at most {MAX_DURATION_DAYS}d, 100 years)",
+            "use a smaller value",
+        )
     return -value if sign else value
 
 

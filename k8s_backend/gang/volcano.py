@@ -13,6 +13,7 @@ from k8s_backend.errors import ConfigError
 from k8s_backend.kube import quantity
 from k8s_backend.kube.port import POD_GROUPS, Obj
 from k8s_backend.pods.step import SparkPod, StepContext
+from k8s_backend.pods.yaml_bounded import YamlLimitError, read_bounded_yaml
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 SCHEDULER_NAME = "volcano"
@@ -42,13 +43,14 @@ def multiply_quantities(quantities: Mapping[str, str], times: int) -> dict[str, 
 def load_template(path: str) -> Obj:
     """A PodGroup template (YAML or JSON); ConfigError naming the key when unusable."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            loaded = yaml.safe_load(handle)
+        loaded = read_bounded_yaml(path)
     except OSError as error:
         raise ConfigError(
             f"{TEMPLATE_KEY}={path} cannot be read: {error}", key=TEMPLATE_KEY, value=path
         ) from None
-    except yaml.YAMLError as error:
+    except YamlLimitError as error:
+        raise ConfigError(f"{TEMPLATE_KEY}={path}: {error}", key=TEMPLATE_KEY, value=path) from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise ConfigError(
             f"{TEMPLATE_KEY}={path} is not valid YAML: {error}", key=TEMPLATE_KEY, value=path
         ) from None

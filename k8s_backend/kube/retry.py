@@ -5,6 +5,10 @@ jitter; a 429's ``Retry-After`` is the minimum wait. Validation and other 4xx er
 asking again cannot change the answer. Attempts and total time are both bounded, so a caller sees the
 last error after a predictable delay.
 
+Callers that retry themselves (creates, lists and watches of the allocation path) run inside
+:func:`caller_retries`, where the adapter tries once: one layer, one budget (see
+:mod:`k8s_backend.kube.backoff`). The policy below serves every other call.
+
 The default budget is fabric8's, the client Spark itself uses: up to 10 attempts
 (``kubernetes.request.retry.backoffLimit``) with exponential backoff from 100 ms. Five attempts gave up
 after ~1.5 s of waiting, so a 1.7 s burst of 500s from an API server (a restart, a leader election)
@@ -42,26 +46,27 @@ def should_retry(error: BaseException) -> bool:
     return is_retryable(error)
 
 
-_CALLER_PACES = contextvars.ContextVar("k8s_backend_caller_paces", default=False)
+_CALLER_RETRIES = contextvars.ContextVar("k8s_backend_caller_retries", default=False)
 
 
 @contextlib.contextmanager
-def caller_paces_throttling() -> Iterator[None]:
-    """Within this block (on this thread), a 429 or a 5xx is raised at once instead of retried by the
-    adapter (connection errors still are).
+def caller_retries() -> Iterator[None]:
+    """Within this block (on this thread), the adapter makes one attempt: a 429, a 5xx, a connection
+    error or a timeout is raised at once for the caller to retry.
 
-    For a caller that paces itself from the server's pushback (adaptive allocation): a retry hidden in
-    the adapter would only look like latency, and each retry would be one more refusal.
+    For callers that retry in their own loop (the allocator's creates, the polling and watch sources'
+    lists and watches, see :mod:`k8s_backend.kube.backoff`): retries hidden in the adapter would
+    multiply the caller's waits, and each retry would be one more refusal the caller never sees.
     """
-    token = _CALLER_PACES.set(True)
+    token = _CALLER_RETRIES.set(True)
     try:
         yield
     finally:
-        _CALLER_PACES.reset(token)
+        _CALLER_RETRIES.reset(token)
 
 
 def _adapter_retries(error: BaseException) -> bool:
-    if _CALLER_PACES.get() and isinstance(error, ApiError) and (error.status == 429 or error.status >= 500):
+    if _CALLER_RETRIES.get():
         return False
     return should_retry(error)
 

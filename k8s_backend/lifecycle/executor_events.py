@@ -21,8 +21,8 @@ log = logging.getLogger(__name__)
 class ExecutorEvents(Protocol):
     """A listener to executors' changes. Methods are called on the backend's threads and must not block."""
 
-    def requested(self, executor_id: int, resource_profile_id: int) -> None:
-        """The executor's pod was created."""
+    def requested(self, executor_id: int, resource_profile_id: int, reason: str) -> None:
+        """The executor's pod was created; ``reason`` says why the allocator decided it."""
         ...
 
     def creation_failed(self, executor_id: int, resource_profile_id: int, detail: str) -> None:
@@ -49,9 +49,9 @@ class ExecutorEventsFanout:
     def __init__(self, listeners: Sequence[ExecutorEvents] = ()) -> None:
         self._listeners = tuple(listeners)
 
-    def requested(self, executor_id: int, resource_profile_id: int) -> None:
+    def requested(self, executor_id: int, resource_profile_id: int, reason: str) -> None:
         for listener in self._listeners:
-            self._guard(listener.requested, executor_id, resource_profile_id)
+            self._guard(listener.requested, executor_id, resource_profile_id, reason)
 
     def creation_failed(self, executor_id: int, resource_profile_id: int, detail: str) -> None:
         for listener in self._listeners:

@@ -50,7 +50,7 @@ class ExecutorFailures:
         self._lock = threading.Lock()
         self._expected: set[int] = set()
 
-    def requested(self, executor_id: int, resource_profile_id: int) -> None:
+    def requested(self, executor_id: int, resource_profile_id: int, reason: str) -> None:
         """A new executor is no failure."""
 
     def killed(self, executor_ids: Sequence[str]) -> None:

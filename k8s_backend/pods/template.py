@@ -18,11 +18,11 @@ import yaml
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.step import SparkPod
+from k8s_backend.pods.yaml_bounded import YamlLimitError, read_bounded_yaml
 
 log = logging.getLogger(__name__)
 
 TEMPLATE_KEY = "spark.kubernetes.executor.podTemplateFile"
-
 
 @attrs.frozen
 class PodTemplate:
@@ -65,10 +65,11 @@ def read_template_file(path: str, key: str = TEMPLATE_KEY) -> Obj:
     """Read and check a pod template (YAML or JSON); errors name ``key``, the property that gave it."""
     local = _local_path(path, key)
     try:
-        with open(local, encoding="utf-8") as handle:
-            document: Any = yaml.safe_load(handle)
+        document: Any = read_bounded_yaml(local)
     except OSError as exc:
         raise _fail(path, f"cannot read it ({exc.strerror or exc})", exc, key=key) from exc
+    except YamlLimitError as exc:
+        raise _fail(path, str(exc), exc, key=key) from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise _fail(path, f"it is not valid YAML or JSON ({exc})", exc, key=key) from exc
     if not isinstance(document, dict):

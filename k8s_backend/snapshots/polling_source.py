@@ -1,13 +1,22 @@
-"""The polling source: a periodic full resync of the executor pods (the safety net against lost events)."""
+"""The polling source: a periodic full resync of the executor pods (the safety net against lost events).
+
+A list that fails with a transient API error is asked for again after the short back-off of
+:mod:`k8s_backend.kube.backoff` (when that comes before the next poll), so the view follows the API's
+healing within a second, not a polling interval later. This source is the one layer that retries its
+lists: the adapter tries once (:func:`k8s_backend.kube.retry.caller_retries`).
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
 
 from k8s_backend.common import Cancellable, Scheduler
+from k8s_backend.kube.backoff import retry_delay
 from k8s_backend.kube.labels import executor_selector
-from k8s_backend.kube.port import PODS, KubernetesApi
+from k8s_backend.kube.port import PODS, ApiError, KubernetesApi
 from k8s_backend.kube.resource_version import newer, parse_resource_version
+from k8s_backend.kube.retry import caller_retries, should_retry
 from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.store import SnapshotsStore
 
@@ -38,6 +47,10 @@ class ExecutorPodsPollingSnapshotSource:
         self._selector = ""
         self._task: Cancellable | None = None
         self._last_version: int | None = None
+        self._lock = threading.Lock()
+        self._failures = 0  # transient list errors in a row
+        self._retry: Cancellable | None = None  # the list asked for again after an error
+        self._stopped = False
         self.polls = 0
 
     @property
@@ -60,15 +73,18 @@ class ExecutorPodsPollingSnapshotSource:
 
     def _poll(self) -> None:
         try:
-            listed = self._api.list(
-                PODS,
-                self._namespace,
-                label_selector=self._selector,
-                resource_version="0" if self._cached_reads else None,
-            )
+            with caller_retries():
+                listed = self._api.list(
+                    PODS,
+                    self._namespace,
+                    label_selector=self._selector,
+                    resource_version="0" if self._cached_reads else None,
+                )
         except Exception as error:
-            log.warning("Polling executor pods failed (%s); the next poll will retry", error)
+            self._failed(error)
             return
+        with self._lock:
+            self._failures = 0
         version = parse_resource_version(listed.resource_version)
         stale = newer(self._last_version, version)
         if self._cached_reads and stale:
@@ -80,7 +96,36 @@ class ExecutorPodsPollingSnapshotSource:
         self.polls += 1
         self._store.replace_snapshot(listed.items, listed.resource_version)
 
+    def _failed(self, error: Exception) -> None:
+        """Ask again after the short back-off if the error is transient and that is before the next poll."""
+        with self._lock:
+            self._failures += 1
+            delay = None
+            if should_retry(error) and not self._stopped and self._retry is None:
+                retry_after = error.retry_after if isinstance(error, ApiError) else None
+                delay = retry_delay(self._failures, retry_after=retry_after)
+                if delay < self._interval:
+                    self._retry = self._scheduler.schedule(delay, self._retry_poll)
+                else:
+                    delay = None
+        if delay is None:
+            log.warning("Polling executor pods failed (%s); the next poll will retry", error)
+        else:
+            log.warning("Polling executor pods failed (%s); retrying in %.1fs", error, delay)
+
+    def _retry_poll(self) -> None:
+        with self._lock:
+            self._retry = None
+            if self._stopped:
+                return
+        self.poll()
+
     def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            retry, self._retry = self._retry, None
+        if retry is not None:
+            retry.cancel()
         if self._task is not None:
             self._task.cancel()
             self._task = None

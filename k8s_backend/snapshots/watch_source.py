@@ -3,6 +3,11 @@
 It lists, watches from the list's resourceVersion, keeps the newest version seen (bookmarks included),
 resumes after every close, re-lists at once after 410 Gone, backs off on errors, and never silently dies:
 Spark's watch stops for good on a 410 and leaves the 30 s poll as the only update path.
+
+It is the one layer that retries its lists and watches (the adapter tries once, see
+:mod:`k8s_backend.kube.backoff`): after a transient API error it waits the short back-off, so it follows
+the API's healing within a second. A server that misbehaves without an error (a 410 right after a list,
+watches closed at once with nothing in them) gets the long back-off instead: asking faster cannot help.
 """
 
 from __future__ import annotations
@@ -13,15 +18,17 @@ import threading
 from collections.abc import Callable
 
 from k8s_backend.common import Clock
+from k8s_backend.kube.backoff import retry_delay
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
+from k8s_backend.kube.retry import caller_retries, should_retry
 from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.store import SnapshotsStore
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SERVER_TIMEOUT = 300  # seconds the server keeps one watch open (jittered)
-MAX_BACKOFF = 30.0
+MAX_BACKOFF = 30.0  # of a server that misbehaves without an error; API errors: kube.backoff.MAX_DELAY
 SHORT_WATCH = 1.0  # seconds: a watch that ends sooner with no events counts as a failure
 
 
@@ -106,6 +113,10 @@ class ExecutorPodsWatchSnapshotSource:
 
     def run_once(self) -> float:
         """One cycle: list if needed, then consume one watch stream. Returns the delay before the next."""
+        with caller_retries():  # this loop is the one that retries its lists and watches
+            return self._run_once()
+
+    def _run_once(self) -> float:
         listed_now = False
         events_before = self.events
         try:
@@ -131,7 +142,12 @@ class ExecutorPodsWatchSnapshotSource:
             self._failures += 1
             self.restarts += 1
             self.last_error = str(error)
-            delay = self._backoff()
+            if should_retry(error):  # transient: the short back-off, at least the Retry-After
+                retry_after = error.retry_after if isinstance(error, ApiError) else None
+                scale = 0.5 + self._rng() / 2
+                delay = retry_delay(self._failures, retry_after=retry_after, scale=scale)
+            else:
+                delay = self._backoff()
             level = logging.WARNING if isinstance(error, ApiError) else logging.ERROR
             log.log(
                 level,

@@ -80,9 +80,10 @@ class ExecutorMonitor:
         )
         self._on_application_failed(reason)
 
-    def requested(self, executor_id: int, resource_profile_id: int) -> None:
+    def requested(self, executor_id: int, resource_profile_id: int, reason: str = "") -> None:
+        """The allocator created this executor's pod, for ``reason``."""
         with self._lock:
-            self._tracker.requested(executor_id, resource_profile_id, self._clock.now())
+            self._tracker.requested(executor_id, resource_profile_id, self._clock.now(), reason)
 
     def creation_failed(self, executor_id: int, resource_profile_id: int, detail: str) -> None:
         with self._lock:
@@ -170,6 +171,12 @@ class ExecutorMonitor:
     def describe(self, executor_id: int) -> str:
         with self._lock:
             return self._tracker.describe(executor_id)
+
+    def describe_all(self) -> list[str]:
+        """Every tracked executor's history on one line each, by executor id: what was created, why,
+        and what became of it (to explain a run afterwards)."""
+        with self._lock:
+            return [self._tracker.describe(i) for i in sorted(self._tracker.histories())]
 
     def progress(self) -> tuple[dict[ExecutorState, int], list[PendingReason]]:
         """Executors per state and why those not running yet wait (for the progress line)."""

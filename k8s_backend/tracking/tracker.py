@@ -97,8 +97,13 @@ class ExecutorTracker:
 
     # -- events --------------------------------------------------------------------------------------
 
-    def requested(self, executor_id: int, resource_profile_id: int, now: float) -> None:
+    def requested(self, executor_id: int, resource_profile_id: int, now: float, reason: str = "") -> None:
+        """A pod was created for this executor; ``reason`` says why the allocator decided it (kept as the
+        first entry of its history, so a run can be explained afterwards). The watch may show the pod before
+        its create returns: the reason then completes the record that event made."""
         if executor_id in self._records:
+            if reason:
+                self._records[executor_id].machine.explain_start(reason)
             return
         machine = StateMachine(
             f"executor {executor_id}",
@@ -106,6 +111,7 @@ class ExecutorTracker:
             EXECUTOR_TRANSITIONS,
             history_limit=self._history_limit,
             started_at=now,
+            started_reason=reason,
             keep_first=True,
         )
         record = ExecutorRecord(executor_id, resource_profile_id, machine)
@@ -150,7 +156,7 @@ class ExecutorTracker:
     def _on_pod(self, pod_state: ExecutorPodState, now: float) -> None:
         executor_id = pod_state.executor_id
         if executor_id not in self._records:
-            self.requested(executor_id, pod_state.resource_profile_id, now)
+            self.requested(executor_id, pod_state.resource_profile_id, now)  # its create explains it, if ours
         record = self._records[executor_id]
         record.image = record.image or container_image(pod_state.pod, self._container_name)
         phase = pod_state.phase

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Sequence
 
 from k8s_backend.cli.apps.commands import kill_command, status_command
@@ -13,9 +12,7 @@ from k8s_backend.cli.common.submit_args import SubmitArgs, parse_submit_args
 from k8s_backend.cli.submit.client_mode import run_client
 from k8s_backend.cli.submit.cluster_mode import run_cluster
 from k8s_backend.cli.submit.submission import Submission, build_submission
-
-REDACTED = "*********(redacted)"
-_SECRET = re.compile(r"(?i)secret|password|token|access[.]?key")  # Spark's spark.redaction.regex
+from k8s_backend.conf.model import redacted
 
 USAGE = """\
 Usage: k8s-backend submit [options] <app.py> [app arguments]
@@ -61,8 +58,9 @@ spark.kubernetes.submission.waitAppCompletion=false. Bad input exits with code 2
 
 
 def redact(properties: dict[str, str]) -> dict[str, str]:
-    """Properties with secret-looking values hidden (Spark's default redaction rule)."""
-    return {k: (REDACTED if _SECRET.search(k) else v) for k, v in properties.items()}
+    """Properties with secret-looking values hidden (Spark's redaction rule, and every key that looks like
+    a credential's: :func:`k8s_backend.conf.model.redacted`)."""
+    return redacted(properties)
 
 
 def print_verbose(args: SubmitArgs, sub: Submission, deps: Dependencies) -> None:

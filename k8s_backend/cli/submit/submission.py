@@ -18,7 +18,8 @@ from k8s_backend.cli.submit.uploads import UploadPlan, stage
 from k8s_backend.cli.submit.uris import LOCAL_SCHEME, UPLOAD_PATH_KEY, is_remote, local_path, split_list
 from k8s_backend.conf import keys
 from k8s_backend.conf.frozen import FrozenDict, freeze
-from k8s_backend.conf.model import KubernetesConf
+from k8s_backend.conf.model import KubernetesConf, redacted
+from k8s_backend.conf.parse import unknown_key_warnings
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.masters import MASTER_KEY, MasterKind
 from k8s_backend.local.images import default_spark_image
@@ -56,7 +57,7 @@ DEFAULT_DRIVER_COMMAND = ("k8s-backend",)
 class Submission:
     """What to run and how, all checked."""
 
-    properties: FrozenDict = attrs.field(converter=freeze)
+    properties: FrozenDict = attrs.field(converter=freeze, repr=lambda props: repr(redacted(props)))
     conf: KubernetesConf
     master: str  # always pyk8s://...
     master_kind: MasterKind
@@ -123,7 +124,7 @@ def build_submission(args: SubmitArgs, environ: Mapping[str, str]) -> Submission
     wait = keys.key("spark.kubernetes.submission.waitAppCompletion").convert(
         properties.get("spark.kubernetes.submission.waitAppCompletion", "true")
     )
-    warnings = list(merged.warnings)
+    warnings = [*unknown_key_warnings(properties), *merged.warnings]
     if kind is MasterKind.LOCAL and deploy_mode == "cluster" and not wait:
         warnings.append(
             "spark.kubernetes.submission.waitAppCompletion=false is ignored with pyk8s://local: the "

@@ -66,10 +66,10 @@ class Node:
 def container_requests(container: Obj) -> Resources:
     """What one container requests; a limit without a request counts as the request (API defaulting)."""
     resources = container.get("resources") or {}
-    requests = resources.get("requests") or {}
+    requested = resources.get("requests") or {}
     limits = resources.get("limits") or {}
-    cpu = requests.get("cpu", limits.get("cpu"))
-    memory = requests.get("memory", limits.get("memory"))
+    cpu = requested.get("cpu", limits.get("cpu"))
+    memory = requested.get("memory", limits.get("memory"))
     name = container.get("name", "?")
     return Resources(
         cpu_millis(cpu, field=f"container {name} cpu request") if cpu is not None else 0,

@@ -266,11 +266,11 @@ def qos_class(pod: Obj) -> str:
     guaranteed = True
     for container in containers:
         resources = container.get("resources") or {}
-        requests = resources.get("requests") or {}
+        requested = resources.get("requests") or {}
         limits = resources.get("limits") or {}
-        any_set = any_set or bool(requests) or bool(limits)
+        any_set = any_set or bool(requested) or bool(limits)
         for name in ("cpu", "memory"):
-            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+            if name not in limits or requested.get(name, limits[name]) != limits[name]:
                 guaranteed = False
     if not any_set:
         return "BestEffort"

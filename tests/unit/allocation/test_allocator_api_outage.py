@@ -12,8 +12,8 @@ import logging
 import pytest
 from alloc_harness import NS, Harness, pod_name, suite_conf
 
-from k8s_backend.allocation.create_retries import MAX_BACKOFF, backoff_delay
 from k8s_backend.conf.model import AllocationConf, LifecycleConf
+from k8s_backend.kube.backoff import MAX_DELAY, retry_delay
 from k8s_backend.kube.port import PODS, ApiConnectionError, KubernetesApi, Obj, Resource
 from k8s_backend.testing import FakeKubernetes
 
@@ -40,13 +40,15 @@ def test_a_ten_second_503_outage_of_pod_creates_does_not_fail_the_application(
     h.fake.fail_for(10.0, "create", PODS, status=503)
     with caplog.at_level(logging.DEBUG, logger="k8s_backend.allocation"):
         h.set_targets({0: 3})
-        h.scheduler.advance(30.0)
+        h.scheduler.advance(11.0)  # the back-off's cap is 1 s: the API healed at 10 s
+        assert h.existing_ids() == {1, 2, 3}  # the same ids were asked for again: no id is burnt
+        h.scheduler.advance(19.0)
     assert h.failures == []
     assert h.allocator.failed_executors == 0
     assert h.allocator.status()["application_failed"] is False
-    assert h.existing_ids() == {1, 2, 3}  # the same ids were asked for again: no id is burnt
-    # Backing off (1, 2, 4, 8 s), not one create per round of the 10 s.
-    assert len(h.created_ids()) <= 8
+    # Backing off (0.2, 0.4, 0.8, then 1 s): at most one refused create a second, whatever the round
+    # pace, plus the 3 that worked.
+    assert len(h.created_ids()) <= 3 + 10 + 3
     assert len(messages(caplog, OUTAGE_WARNING)) == 1
     assert len(messages(caplog, RECOVERED)) == 1
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
@@ -185,7 +187,28 @@ def test_the_batch_delay_paces_the_backoff() -> None:
 
 
 def test_backoff_doubles_up_to_its_cap_and_honours_retry_after() -> None:
-    assert [backoff_delay(n, 1.0) for n in (1, 2, 3, 4)] == [1.0, 2.0, 4.0, 8.0]
-    assert backoff_delay(50, 1.0) == MAX_BACKOFF
-    assert backoff_delay(1, 1.0, retry_after=7.0) == 7.0
-    assert backoff_delay(1, 1.0, retry_after=1e9) == 300.0
+    assert [retry_delay(n) for n in (1, 2, 3, 4)] == [0.2, 0.4, 0.8, 1.0]
+    assert retry_delay(50) == MAX_DELAY == 1.0  # the recovery bound, whatever the outage's length
+    assert retry_delay(1, retry_after=7.0) == 7.0
+    assert retry_delay(1, retry_after=1e9) == 300.0
+
+
+def test_a_round_runs_as_soon_as_the_backoff_ends_not_a_batch_delay_later() -> None:
+    h = periodic()  # rounds every 1 s
+    h.fake.fail_next("create", PODS, status=500)
+    h.set_targets({0: 1})
+    assert h.created_ids() == [1]
+    h.scheduler.advance(0.2)  # the first back-off: 0.2 s
+    assert h.created_ids() == [1, 1]
+    assert h.existing_ids() == {1}
+
+
+def test_after_a_long_outage_creates_resume_within_the_backoff_cap_of_its_end() -> None:
+    h = periodic(max_failures=0)
+    h.fake.fail_for(60.0, "create", PODS, status=503)
+    h.set_targets({0: 2})
+    h.scheduler.advance(60.0)
+    assert h.existing_ids() == set()
+    h.scheduler.advance(MAX_DELAY)
+    assert h.existing_ids() == {1, 2}
+    assert h.failures == []

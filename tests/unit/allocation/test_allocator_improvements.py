@@ -233,12 +233,17 @@ def test_an_executor_the_driver_knows_without_a_pod_is_never_requested_again_whi
     assert h.pod_deletes() == []
 
 
-def test_once_the_driver_forgets_it_the_executor_is_replaced_exactly_once() -> None:
+def test_once_the_driver_forgets_it_the_executor_is_replaced_exactly_once_its_pod_is_gone() -> None:
     h = Harness()
     h.set_targets({0: 1})
     h.known.add(1)
     h.round()
-    h.known.discard(1)
+    h.known.discard(1)  # e.g. killed: its pod lives on, unseen
+    for _ in range(3):
+        h.round()
+    assert h.created_ids() == [1]  # replacing it now made one pod too many (7 for 5 in an audit)
+    h.fake.delete(PODS, NS, pod_name(1))
+    h.resync()  # a full list after its create, without it: gone
     for _ in range(3):
         h.round()
     assert h.created_ids() == [1, 2]

@@ -105,7 +105,7 @@ def test_a_request_the_driver_registered_moves_to_the_scheduler_known_requests()
         scheduler_known=frozenset({1}),
     )
     assert list(p.newly_created) == [2]
-    assert p.scheduler_known_newly_created == {1: 0}
+    assert p.scheduler_known_newly_created == {1: NewRequest(0, 0.0)}
 
 
 def test_scheduler_known_requests_are_never_timed_out() -> None:
@@ -113,7 +113,7 @@ def test_scheduler_known_requests_are_never_timed_out() -> None:
         batch(), {0: 1}, now=10_000.0, newly_created={1: NewRequest(0, 0.0)}, scheduler_known=frozenset({1})
     )
     assert p.timed_out is None
-    assert p.scheduler_known_newly_created == {1: 0}
+    assert p.scheduler_known_newly_created == {1: NewRequest(0, 0.0)}
     assert p.requests == ()
 
 
@@ -121,18 +121,26 @@ def test_a_scheduler_known_request_seen_in_the_snapshot_is_forgotten() -> None:
     p = plan(
         batch([state(1, "Running")]),
         {0: 1},
-        scheduler_known_newly_created={1: 0},
+        scheduler_known_newly_created={1: NewRequest(0, 0.0)},
         scheduler_known=frozenset({1}),
     )
     assert p.scheduler_known_newly_created == {}
 
 
-def test_a_request_the_driver_forgot_before_its_pod_was_seen_is_replaced_once() -> None:
-    # SPARK-44609: Spark kept counting it forever, so the slot was never requested again.
-    p = plan(batch(), {0: 1}, scheduler_known_newly_created={1: 0}, scheduler_known=frozenset())
+def test_a_request_the_driver_forgot_before_its_pod_was_seen_counts_until_a_list_shows_it_gone() -> None:
+    # SPARK-44609: Spark kept counting it forever, so the slot was never requested again. Replacing it
+    # at once was wrong too: a killed executor's pod lives on, and that made 7 pods for a target of 5.
+    forgotten = {1: NewRequest(0, 0.0, resource_version=10)}
+    p = plan(batch(), {0: 1}, scheduler_known_newly_created=forgotten, scheduler_known=frozenset())
     assert p.lost_before_seen == (1,)
     assert p.scheduler_known_newly_created == {}
-    assert requested(p) == {0: 1}
+    assert p.newly_created == forgotten
+    assert requested(p) == {}
+    # A full list taken after its create, without the pod: it is gone, its slot is requested again.
+    listed = SnapshotBatch(updates=(), snapshot=batch().snapshot, resynced=True, resync_resource_version=10)
+    gone = plan(listed, {0: 1}, newly_created=p.newly_created, scheduler_known=frozenset())
+    assert gone.vanished == (1,)
+    assert requested(gone) == {0: 1}
 
 
 def test_a_request_not_seen_within_the_creation_timeout_is_given_up() -> None:
@@ -242,7 +250,7 @@ def test_the_global_pending_cap_counts_every_not_running_pod() -> None:
         {0: 5, 1: 5},
         limits=limits,
         scheduler_known=frozenset({2, 3}),
-        scheduler_known_newly_created={3: 1},
+        scheduler_known_newly_created={3: NewRequest(1, 0.0)},
     )
     # Not running: 1 (unknown pending), 2 (known pending), 3 (known request): one slot left.
     assert requested(p) == {0: 1}
@@ -309,7 +317,11 @@ def test_pods_the_driver_knows_and_running_pods_are_never_excess() -> None:
     # SPARK-34361
     states = [state(1, "Pending"), state(2, "Running"), state(3, "Pending")]
     p = plan(
-        batch(states), {0: 0}, now=100.0, scheduler_known=frozenset({1}), scheduler_known_newly_created={4: 0}
+        batch(states),
+        {0: 0},
+        now=100.0,
+        scheduler_known=frozenset({1, 4}),
+        scheduler_known_newly_created={4: NewRequest(0, 0.0)},
     )
     assert p.excess == (DeleteExcessPending(0, (), (3,)),)
 
@@ -345,8 +357,8 @@ def test_outstanding_counts_unknown_pending_pods_and_unregistered_requests() -> 
         batch(states),
         {0: 5},
         newly_created={4: NewRequest(0, 0.0)},
-        scheduler_known=frozenset({2}),
-        scheduler_known_newly_created={5: 0},
+        scheduler_known=frozenset({2, 5}),
+        scheduler_known_newly_created={5: NewRequest(0, 0.0)},
     )
     assert p.pending_unknown == 1
     assert p.outstanding == 2

@@ -42,6 +42,12 @@ def oom_killed(h: Harness, name: str) -> None:
     h.fake.patch_status(PODS, "default", name, {"phase": "Failed", "containerStatuses": [container]})
 
 
+# Why the first round created each of its 3 executors, as their histories tell it.
+CREATED_FOR_3 = (
+    "created for target 3 of profile 0: 0 counted (running, pending or requested), 3 requested this round"
+)
+
+
 def executors(h: Harness) -> dict[str, Any]:
     found: dict[str, Any] = h.backend.status()["executors"]
     return found
@@ -57,7 +63,8 @@ def started(conf: dict[str, str] | None = None) -> Harness:
 def test_requested_executors_have_a_history_from_the_start() -> None:
     h = started()
     requested = at(h)
-    assert executors(h)["histories"] == {str(i): f"requested {requested}" for i in (1, 2, 3)}
+    why = CREATED_FOR_3
+    assert executors(h)["histories"] == {str(i): f"requested {requested} {why}" for i in (1, 2, 3)}
     assert executors(h)["counts"] == {"requested": 3}
     h.backend.stop()
 
@@ -69,14 +76,15 @@ def test_pending_reason_and_running_are_in_the_history() -> None:
     unschedulable(h, name)
     h.run(1.0)
     pending = at(h)
+    why = CREATED_FOR_3
     assert executors(h)["histories"]["1"] == (
-        f"requested {requested}, pending {pending} (Unschedulable: {UNSCHEDULABLE})"
+        f"requested {requested} {why}, pending {pending} (Unschedulable: {UNSCHEDULABLE})"
     )
     h.run(38.0)
     h.set_phase(name, "Running")
     h.run(1.0)
     assert executors(h)["histories"]["1"] == (
-        f"requested {requested}, pending {pending} (Unschedulable: {UNSCHEDULABLE}), running {at(h)}"
+        f"requested {requested} {why}, pending {pending} (Unschedulable: {UNSCHEDULABLE}), running {at(h)}"
     )
     h.backend.stop()
 

@@ -240,3 +240,24 @@ def test_the_template_a_cluster_mode_driver_reads_in_its_pod_is_not_checked_here
     argv = ["--master", "pyk8s://local", "--deploy-mode", "cluster"]
     key = "spark.kubernetes.executor.podTemplateFile"
     assert build([*argv, "--conf", f"{key}=/opt/templates/exec.yaml", str(app)]).properties[key]
+
+
+def test_an_unknown_kubernetes_key_is_told_before_anything_starts(app: Path) -> None:
+    token = "not-for-the-terminal"
+    sub = build(
+        [
+            "--master",
+            "k8s://https://example.com:6443",
+            IMAGE,
+            "--conf",
+            f"spark.kubernetes.authenticate.oauthTokn={token}",
+            str(app),
+        ]
+    )
+    told = [w for w in sub.warnings if "spark.kubernetes.authenticate.oauthTokn" in w]
+    assert told == [
+        "Unknown Spark property spark.kubernetes.authenticate.oauthTokn is ignored by k8s_backend; "
+        "did you mean spark.kubernetes.authenticate.oauthToken?"
+    ]
+    assert all(token not in w for w in sub.warnings)
+    assert token not in repr(sub)

@@ -23,6 +23,15 @@ def test_repr_of_the_conf_hides_every_secret_value() -> None:
     assert "tok-123456" not in repr(conf.api)
 
 
-def test_redaction_follows_spark_redaction_regex() -> None:
-    props = {"spark.redaction.regex": "(?i)mine", "spark.my.MINE": "x", "spark.authenticate.secret": "y"}
-    assert redacted(props) == {**props, "spark.my.MINE": "*********(redacted)"}
+def test_redaction_follows_spark_redaction_regex_and_never_shows_a_credential() -> None:
+    props = {
+        "spark.redaction.regex": "(?i)mine",
+        "spark.my.MINE": "x",
+        "spark.authenticate.secret": "y",  # the pattern misses it, its name does not
+        "spark.app.name": "z",
+    }
+    assert redacted(props) == {
+        **props,
+        "spark.my.MINE": "*********(redacted)",
+        "spark.authenticate.secret": "*********(redacted)",
+    }

@@ -15,7 +15,7 @@ from k8s_backend.kube.port import (
     ServerError,
     TooManyRequestsError,
 )
-from k8s_backend.kube.retry import SSL_ERROR_REASON, RetryPolicy, caller_paces_throttling, should_retry
+from k8s_backend.kube.retry import SSL_ERROR_REASON, RetryPolicy, caller_retries, should_retry
 
 
 class Flaky:
@@ -133,17 +133,19 @@ def test_invalid_policy_is_rejected() -> None:
         RetryPolicy(max_attempts=0)
 
 
-def test_a_caller_that_paces_itself_gets_429_and_5xx_at_once_and_connection_errors_are_still_retried() -> (
-    None
-):
+def test_a_caller_that_retries_itself_gets_every_transient_error_at_once() -> None:
     sleeps: list[float] = []
-    for error in (TooManyRequestsError("slow", retry_after=2.0), ServerError("down", status=503)):
+    errors = (
+        TooManyRequestsError("slow", retry_after=2.0),
+        ServerError("down", status=503),
+        ApiConnectionError("reset"),
+    )
+    for error in errors:
         refused = Flaky(error)
-        with caller_paces_throttling(), pytest.raises(type(error)):
+        with caller_retries(), pytest.raises(type(error)):
             policy(sleeps).call(refused, verb="POST", path="/p")
         assert refused.calls == 1 and sleeps == []
-    with caller_paces_throttling():
-        assert policy(sleeps).call(Flaky(ApiConnectionError("reset")), verb="POST", path="/p") == "ok"
-    assert len(sleeps) == 1
-    # Outside the block the adapter retries 429s as before.
+    # Outside the block the adapter retries them as before.
     assert policy(sleeps).call(Flaky(TooManyRequestsError("slow")), verb="POST", path="/p") == "ok"
+    assert policy(sleeps).call(Flaky(ApiConnectionError("reset")), verb="POST", path="/p") == "ok"
+    assert len(sleeps) == 2

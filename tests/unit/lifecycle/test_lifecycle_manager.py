@@ -30,7 +30,7 @@ class Removals:
     def __init__(self, on_removed: Callable[[int, ExecutorLoss], None]) -> None:
         self.removed = on_removed
 
-    def requested(self, executor_id: int, resource_profile_id: int) -> None:
+    def requested(self, executor_id: int, resource_profile_id: int, reason: str) -> None:
         raise AssertionError("the lifecycle manager never requests executors")
 
     def creation_failed(self, executor_id: int, resource_profile_id: int, detail: str) -> None:

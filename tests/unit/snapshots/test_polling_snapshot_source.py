@@ -10,6 +10,7 @@ from pytest_mock import MockerFixture
 from snapshot_pods import APP_ID, executor_pod
 
 from k8s_backend.common import DeterministicScheduler, ManualClock
+from k8s_backend.kube.backoff import MAX_DELAY
 from k8s_backend.kube.port import PODS, ObjectList
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.states import PodPhase
@@ -177,15 +178,44 @@ def test_quorum_reads_apply_every_list(mocker: MockerFixture) -> None:
     assert world.store.current().full_snapshot_ts == 1000.0 + 2 * INTERVAL
 
 
-def test_a_failed_poll_is_logged_and_the_next_poll_retries(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failed_poll_is_retried_after_the_short_backoff(caplog: pytest.LogCaptureFixture) -> None:
     world = World()
     world.create(1)
     world.fake.fail_next("list", PODS, status=500)
     world.source.start(APP_ID)
     with caplog.at_level(logging.WARNING, logger="k8s_backend.snapshots.polling_source"):
         world.scheduler.advance(INTERVAL)
-    assert any("next poll will retry" in r.getMessage() for r in caplog.records)
+    assert any("retrying in 0.2s" in r.getMessage() for r in caplog.records)
     assert world.ids() == set()
-    world.scheduler.advance(INTERVAL)
+    world.scheduler.advance(0.2)  # not a whole interval later
     assert world.ids() == {1}
     assert world.store.current().pods[1].phase is PodPhase.PENDING
+
+
+def test_a_long_list_outage_is_followed_within_the_backoff_cap_of_its_end() -> None:
+    world = World()
+    world.create(1)
+    world.source.start(APP_ID)
+    world.fake.fail_for(INTERVAL + 20.0, "list", PODS, status=503)
+    world.scheduler.advance(INTERVAL + 20.0)
+    assert world.ids() == set()
+    lists = len([c for c in world.fake.calls if c.verb == "list"])
+    assert lists <= 3 + 20  # 0.2, 0.4, 0.8 s, then one a second: never a tight loop
+    world.scheduler.advance(MAX_DELAY)
+    assert world.ids() == {1}
+
+
+def test_a_list_refused_for_good_waits_for_the_next_poll(caplog: pytest.LogCaptureFixture) -> None:
+    world = World()
+    world.create(1)
+    world.fake.fail_next("list", PODS, status=403)
+    world.source.start(APP_ID)
+    with caplog.at_level(logging.WARNING, logger="k8s_backend.snapshots.polling_source"):
+        world.scheduler.advance(INTERVAL)
+        world.scheduler.advance(INTERVAL / 2)
+    assert any("next poll will retry" in r.getMessage() for r in caplog.records)
+    assert world.ids() == set()
+    world.scheduler.advance(INTERVAL / 2)
+    assert world.ids() == {1}
+
+

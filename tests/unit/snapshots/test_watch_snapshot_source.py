@@ -13,6 +13,7 @@ from pytest_mock import MockerFixture
 from snapshot_pods import APP_ID, executor_pod, running_container
 
 from k8s_backend.common import DeterministicScheduler, ManualClock
+from k8s_backend.kube.backoff import MAX_DELAY
 from k8s_backend.kube.port import PODS
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.states import PodPhase
@@ -236,12 +237,24 @@ def test_errors_back_off_increasingly_and_the_source_recovers(
     assert world.source.run_once() == delays[0]
 
 
-def test_backoff_is_capped(world: World) -> None:
+def test_backoff_after_api_errors_is_short_whatever_the_outage(world: World) -> None:
     world.source.run_once()
     world.fake.fail_next("watch", PODS, status=503, count=30)
     delays = [world.source.run_once() for _ in range(30)]
-    assert max(delays) <= MAX_BACKOFF
-    assert delays[-1] >= MAX_BACKOFF / 2
+    assert max(delays) <= MAX_DELAY  # the recovery bound: the watch follows the API within 1 s
+    assert delays[-1] >= MAX_DELAY / 2
+
+
+def test_retry_after_is_honoured_by_the_watch(world: World) -> None:
+    world.source.run_once()
+    world.fake.fail_next("watch", PODS, status=429, retry_after=5.0)
+    assert world.source.run_once() == 5.0
+
+
+def test_a_410_right_after_a_list_gets_the_long_backoff(world: World) -> None:
+    world.fake.fail_next("watch", PODS, status=410, count=12)
+    delays = [world.source.run_once() for _ in range(12)]
+    assert max(delays) <= MAX_BACKOFF and delays[-1] >= MAX_BACKOFF / 2
 
 
 def test_a_failed_list_is_retried_with_backoff(world: World) -> None:
