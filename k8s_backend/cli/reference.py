@@ -81,7 +81,7 @@ def _takes_value(action: argparse.Action) -> bool:
 def _default_cell(action: argparse.Action) -> str:
     default = action.default
     if not _takes_value(action) or default in (None, "", [], argparse.SUPPRESS):
-        return ""
+        return "—"
     return f"`{default}`"
 
 
@@ -110,7 +110,7 @@ def _command_section(name: str, summary: str, parser: argparse.ArgumentParser) -
     yield "| Argument | Default | Meaning |"
     yield "| --- | --- | --- |"
     for action in positionals:
-        yield f"| `{_usage_item(action)}` | | {_escape(_expand(action))} |"
+        yield f"| `{_usage_item(action)}` | — | {_escape(_expand(action))} |"
     for action in options:
         yield f"| {_option_cell(action)} | {_default_cell(action)} | {_escape(_expand(action))} |"
     yield ""
