@@ -1,8 +1,8 @@
 """Render the configuration reference (Markdown) from the keys table.
 
-``python -m k8s_backend.conf.docs`` prints it; ``--write README.md`` replaces the text between
-``<!-- conf-table:start -->`` and ``<!-- conf-table:end -->``; ``--check README.md`` exits 1 when that
-text is stale.
+``python -m k8s_backend.conf.docs`` prints it; ``--write docs/configuration.md`` replaces the text
+between ``<!-- conf-table:start -->`` and ``<!-- conf-table:end -->``; ``--check docs/configuration.md``
+exits 1 when that text is stale (``tox -e docs`` runs the check).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ END_MARKER = "<!-- conf-table:end -->"
 
 _INTRO = (
     "Generated from the keys table (`k8s_backend/conf/keys*.py`) by "
-    "`python -m k8s_backend.conf.docs --write README.md`; do not edit by hand. Defaults are Spark 4.3's. "
+    "`python -m k8s_backend.conf.docs --write docs/configuration.md`; do not edit by hand. "
+    "Defaults are Spark 4.3's. "
     "Sizes take Spark units (`512m`, `4g`), durations take `ms`, `s`, `min`, `h`, `d`; a plain number is "
     "in the unit the kind names. Unknown `spark.kubernetes.*` keys are logged with the nearest known key."
 )
@@ -48,10 +49,11 @@ def _meaning_cell(row: Key) -> str:
 
 
 def render() -> str:
-    """The Markdown text that goes between the README markers (without the markers)."""
+    """The Markdown text that goes between the page's markers (without the markers), one ``##`` section
+    per :data:`~k8s_backend.conf.keys.SECTIONS` entry."""
     lines = [_INTRO, ""]
     for section in SECTIONS:
-        lines += [f"### {section.title}", "", "| Key | Default | Meaning |", "| --- | --- | --- |"]
+        lines += [f"## {section.title}", "", "| Key | Default | Meaning |", "| --- | --- | --- |"]
         lines += [
             f"| `{_cell(row.name)}` | {_cell(_default_cell(row))} | {_cell(_meaning_cell(row))} |"
             for row in section.keys
@@ -60,13 +62,15 @@ def render() -> str:
     return "\n".join(lines)
 
 
-def replace_between_markers(document: str, table: str) -> str:
+def replace_between_markers(
+    document: str, table: str, start_marker: str = START_MARKER, end_marker: str = END_MARKER
+) -> str:
     """``document`` with the text between the markers replaced by ``table``."""
-    start = document.find(START_MARKER)
-    end = document.find(END_MARKER)
+    start = document.find(start_marker)
+    end = document.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError(f"the document needs {START_MARKER} followed by {END_MARKER}")
-    return document[: start + len(START_MARKER)] + "\n" + table + "\n" + document[end:]
+        raise ValueError(f"the document needs {start_marker} followed by {end_marker}")
+    return document[: start + len(start_marker)] + "\n" + table + "\n" + document[end:]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,7 +3,8 @@
 Each row (:class:`~k8s_backend.conf.spec.Key`) gives the key's name, kind, default (as Spark writes it),
 meaning, check and the :class:`~k8s_backend.conf.model.KubernetesConf` field it fills. The rows are
 grouped by concern in the ``keys_*`` modules; this module gathers them into :data:`SECTIONS` (which the
-README table is rendered from, see :mod:`k8s_backend.conf.docs`) and answers look-ups.
+configuration reference, docs/configuration.md, is rendered from: see :mod:`k8s_backend.conf.docs`) and
+answers look-ups.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ WATCHED_PREFIX = "spark.kubernetes."
 
 @attrs.frozen
 class Section:
-    """A titled group of keys (one table in the README)."""
+    """A titled group of keys (one table of docs/configuration.md)."""
 
     title: str
     keys: tuple[Key, ...]

@@ -315,7 +315,7 @@ METRICS_KEYS: tuple[Key, ...] = (
         Kind.INT,
         "0",
         "Serve Prometheus metrics of the backend at `http://<host>:<port>/metrics` (one registry per "
-        "backend, see the README's Metrics section); `0`: off.",
+        "backend, see docs/metrics.md); `0`: off.",
         field="metrics_port",
         check=between(0, 65535, "must be a TCP port from 1 to 65535, or 0 (off)"),
         has_spark_entry=False,
@@ -334,8 +334,8 @@ METRICS_KEYS: tuple[Key, ...] = (
         Kind.STRING,
         None,
         "At `stop()`, write the executor timeline to this file: self-contained HTML, one row of spans "
-        "per executor, the target and markers (see the README's Executor timeline). A path that cannot be "
-        "written is refused when the backend starts.",
+        "per executor, the target and markers (see docs/executors.md, Executor timeline). A path that "
+        "cannot be written is refused when the backend starts.",
         field="report_timeline",
         check=not_empty(),
         has_spark_entry=False,

@@ -149,10 +149,10 @@ def test_every_feature_that_calls_the_api_was_exercised() -> None:
         assert expected in calls
 
 
-def readme_rules() -> set[Permission]:
-    """The rows of the driver's table in the README's Permissions section."""
-    readme = (RBAC_FILE.parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("#### Permissions", 1)[1].split("**The commands**", 1)[0]
+def docs_page_rules() -> set[Permission]:
+    """The rows of the driver's table on the Permissions page (docs/permissions.md)."""
+    page = (RBAC_FILE.parents[2] / "docs" / "permissions.md").read_text(encoding="utf-8")
+    section = page.split("# Permissions", 1)[1].split("**The commands**", 1)[0]
     listed: set[Permission] = set()
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
@@ -164,5 +164,5 @@ def readme_rules() -> set[Permission]:
     return listed
 
 
-def test_the_readme_lists_the_same_permissions() -> None:
-    assert readme_rules() == role_rules()
+def test_the_permissions_page_lists_the_same_permissions() -> None:
+    assert docs_page_rules() == role_rules()

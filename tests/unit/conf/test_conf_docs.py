@@ -1,4 +1,4 @@
-"""The README configuration table is rendered from the keys table and must stay fresh."""
+"""The configuration reference (docs/configuration.md) is rendered from the keys table and must stay fresh."""
 
 from __future__ import annotations
 
@@ -9,14 +9,16 @@ from repo import REPO_ROOT
 
 from k8s_backend.conf import docs, keys
 
-README = REPO_ROOT / "README.md"
+PAGE = REPO_ROOT / "docs" / "configuration.md"
 
 
-def test_readme_table_is_fresh() -> None:
-    current = README.read_text(encoding="utf-8")
+def test_docs_page_table_is_fresh() -> None:
+    current = PAGE.read_text(encoding="utf-8")
     assert docs.replace_between_markers(current, docs.render()) == current, (
-        "README.md's configuration table is stale: run python -m k8s_backend.conf.docs --write README.md"
+        "docs/configuration.md's table is stale: run python -m k8s_backend.conf.docs "
+        "--write docs/configuration.md"
     )
+    assert docs.main(["--check", str(PAGE)]) == 0
 
 
 def test_every_key_is_documented_with_its_default() -> None:
@@ -38,7 +40,7 @@ def test_pipes_in_text_are_escaped() -> None:
 
 
 def test_cli_writes_between_markers_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    target = tmp_path / "README.md"
+    target = tmp_path / "configuration.md"
     target.write_text(f"# Title\n\n{docs.START_MARKER}\nold\n{docs.END_MARKER}\n\ntail\n", encoding="utf-8")
     assert docs.main(["--check", str(target)]) == 1
     assert "stale" in capsys.readouterr().err
