@@ -24,3 +24,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _unknown_keys_warned_afresh() -> None:
+    # Unknown keys are warned about once per process; each test starts as a fresh process would.
+    from k8s_backend.conf.parse import forget_told_unknown_keys
+
+    forget_told_unknown_keys()
