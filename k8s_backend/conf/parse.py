@@ -9,6 +9,7 @@ the value and what is accepted; unknown ``spark.kubernetes.*`` keys only log a w
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
@@ -114,10 +115,33 @@ def unknown_key_warnings(props: Mapping[str, str]) -> list[str]:
     return warnings
 
 
+_TOLD: set[str] = set()  # unknown keys already warned about in this process
+_TOLD_LOCK = threading.Lock()
+
+
+def mark_unknown_keys_told(props: Mapping[str, str]) -> None:
+    """Record that the user was told about these properties' unknown keys (``k8s-backend submit`` printed
+    them): later parses in this process stay quiet about them."""
+    with _TOLD_LOCK:
+        _TOLD.update(keys.unknown_keys(props))
+
+
+def forget_told_unknown_keys() -> None:
+    """Warn again about every unknown key (tests start each from a clean slate)."""
+    with _TOLD_LOCK:
+        _TOLD.clear()
+
+
 def warn_unknown_keys(props: Mapping[str, str]) -> None:
-    """Log :func:`unknown_key_warnings`."""
-    for warning in unknown_key_warnings(props):
-        log.warning("%s", warning)
+    """Log :func:`unknown_key_warnings`, once per key and process: the same properties are parsed again
+    (``with_properties``, the driver's side of a submission) and one warning is enough."""
+    names = keys.unknown_keys(props)
+    with _TOLD_LOCK:
+        untold = [n for n in names if n not in _TOLD]
+        _TOLD.update(untold)
+    if untold:
+        for warning in unknown_key_warnings({n: props[n] for n in untold}):
+            log.warning("%s", warning)
 
 
 @attrs.frozen

@@ -19,7 +19,7 @@ from k8s_backend.cli.submit.uris import LOCAL_SCHEME, UPLOAD_PATH_KEY, is_remote
 from k8s_backend.conf import keys
 from k8s_backend.conf.frozen import FrozenDict, freeze
 from k8s_backend.conf.model import KubernetesConf, redacted
-from k8s_backend.conf.parse import unknown_key_warnings
+from k8s_backend.conf.parse import mark_unknown_keys_told, unknown_key_warnings
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.masters import MASTER_KEY, MasterKind
 from k8s_backend.local.images import default_spark_image
@@ -107,6 +107,8 @@ def build_submission(args: SubmitArgs, environ: Mapping[str, str]) -> Submission
     properties = dict(merged.properties)
     master = normalize_master(properties.get(MASTER_KEY))
     properties[MASTER_KEY] = master
+    unknown = unknown_key_warnings(properties)  # printed before anything starts (submit_command)
+    mark_unknown_keys_told(properties)  # so the parses below do not log them a second time
     conf = to_kubernetes_conf(properties)
     kind = master_kind(conf)
     deploy_mode = properties["spark.submit.deployMode"]
@@ -124,7 +126,7 @@ def build_submission(args: SubmitArgs, environ: Mapping[str, str]) -> Submission
     wait = keys.key("spark.kubernetes.submission.waitAppCompletion").convert(
         properties.get("spark.kubernetes.submission.waitAppCompletion", "true")
     )
-    warnings = [*unknown_key_warnings(properties), *merged.warnings]
+    warnings = [*unknown, *merged.warnings]
     if kind is MasterKind.LOCAL and deploy_mode == "cluster" and not wait:
         warnings.append(
             "spark.kubernetes.submission.waitAppCompletion=false is ignored with pyk8s://local: the "

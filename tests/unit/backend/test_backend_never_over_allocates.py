@@ -1,6 +1,6 @@
 """'Never more executor pods than the target': a stateful property-based test over the whole backend.
 
-Hypothesis interleaves target changes, kills, decommissions, registrations, pod deletions and failures,
+Hypothesis interleaves target changes, kills, decommissions, pod deletions and failures,
 watch drops and relists (410), create errors and creates that reach the server but time out in the
 client, with time moving on the manual clock; the backend runs on the in-memory API with the
 deterministic scheduler. Checked:
@@ -42,6 +42,7 @@ CONF = {
 }
 LIVE_PHASES = (None, "Pending", "Running", "Unknown")
 INDEX = st.integers(min_value=0, max_value=3)  # which live pod a rule acts on, newest first
+LAG = 10_000.0  # seconds: until the watch_lags rule says otherwise
 
 
 def is_executor(body: Obj) -> bool:
@@ -98,6 +99,7 @@ class NeverOverAllocates(RuleBasedStateMachine):
         self.target = 2
         self.fake.target = 2
         self.kept: set[str] = set()  # live when the target was last lowered: never taken away
+        self.killed: set[str] = set()
         self.backend.start()
         self.scheduler.run_until_idle()
 
@@ -123,12 +125,20 @@ class NeverOverAllocates(RuleBasedStateMachine):
         self.target = total
         self.fake.target = total
         self.backend.request_total_executors({0: total})
+        self.scheduler.advance(1.0)  # the next round acts on it
+        self._executors_register()
 
     @rule(index=INDEX)
     def kill(self, index: int) -> None:
+        # Dynamic allocation releasing an executor soon after it registered: a round passes before (the
+        # backend sees it registered) and after (the backend acts on the kill).
+        self.scheduler.advance(1.0)
+        self._executors_register()
         pod = self._pick(index)
         if pod is not None:
+            self.killed.add(self._id(pod))
             self.backend.kill_executors([self._id(pod)])
+            self.scheduler.advance(1.0)
 
     @rule(index=INDEX)
     def decommission(self, index: int) -> None:
@@ -136,71 +146,66 @@ class NeverOverAllocates(RuleBasedStateMachine):
         if pod is not None:
             self.backend.decommission_executors([self._id(pod)])
 
-    @rule(index=INDEX)
-    def executor_registers(self, index: int) -> None:
-        # An executor can register before any watch event about its pod reached the backend.
-        pod = self._pick(index)
-        if pod is not None:
-            self.driver.registered[self._id(pod)] = self.clock.now()
+    def _executors_register(self) -> None:
+        """Executors register with the driver a moment after their pods are made, maybe before any watch
+        event about the pod reached the backend; a killed one never comes back."""
+        for pod in self.fake.live_executor_pods():
+            executor_id = self._id(pod)
+            if executor_id not in self.killed:
+                self.driver.registered.setdefault(executor_id, self.clock.now())
 
     # -- what the cluster does ---------------------------------------------------------------------------
 
-    @rule(index=INDEX)
-    def pod_runs(self, index: int) -> None:
+    @rule(index=INDEX, event=st.sampled_from(["runs", "fails 1", "fails 137", "deleted"]))
+    def pod_event(self, index: int, event: str) -> None:
+        """A pod starts running, fails, or is deleted behind the backend's back."""
         pod = self._pick(index)
-        if pod is not None and (pod.get("status") or {}).get("phase") != "Running":
-            status = {
-                "phase": "Running",
-                "containerStatuses": [{"name": "spark-kubernetes-executor", "state": {"running": {}}}],
-            }
-            self.fake.patch_status(PODS, "default", pod["metadata"]["name"], status)
+        if pod is None:
+            return
+        name = pod["metadata"]["name"]
+        if event == "deleted":
+            self.fake.delete(PODS, "default", name, grace_period_seconds=0)
+            return
+        if event == "runs":
+            state: dict[str, Any] = {"running": {}}
+        else:
+            state = {"terminated": {"exitCode": int(event.split()[1]), "reason": "Error"}}
+        status = {
+            "phase": "Running" if event == "runs" else "Failed",
+            "containerStatuses": [{"name": "spark-kubernetes-executor", "state": state}],
+        }
+        self.fake.patch_status(PODS, "default", name, status)
 
-    @rule(index=INDEX, code=st.sampled_from([1, 137]))
-    def pod_fails(self, index: int, code: int) -> None:
-        pod = self._pick(index)
-        if pod is not None:
-            status: dict[str, Any] = {
-                "phase": "Failed",
-                "containerStatuses": [
-                    {
-                        "name": "spark-kubernetes-executor",
-                        "state": {"terminated": {"exitCode": code, "reason": "Error"}},
-                    }
-                ],
-            }
-            self.fake.patch_status(PODS, "default", pod["metadata"]["name"], status)
+    @rule(
+        fault=st.sampled_from(["watch drop", "relist after 410", "create errors", "slow create"]),
+        count=st.integers(min_value=1, max_value=4),
+        status=st.sampled_from([500, 503, 429]),
+    )
+    def api_fault(self, fault: str, count: int, status: int) -> None:
+        if fault == "watch drop":
+            self.fake.drop_watches()
+        elif fault == "relist after 410":
+            self.fake.compact()
+            self.fake.drop_watches()
+        elif fault == "create errors":
+            self.fake.fail_next("create", PODS, status=status, count=count)
+        else:  # the create reaches the server, the client times out
+            self.fake.slow_creates += count
 
-    @rule(index=INDEX)
-    def pod_deleted_behind_the_backend(self, index: int) -> None:
-        pod = self._pick(index)
-        if pod is not None:
-            self.fake.delete(PODS, "default", pod["metadata"]["name"], grace_period_seconds=0)
-
-    @rule()
-    def watch_drops(self) -> None:
-        self.fake.drop_watches()
-
-    @rule()
-    def relist_after_410(self) -> None:
-        self.fake.compact()
-        self.fake.drop_watches()
-
-    @rule(count=st.integers(min_value=1, max_value=8), verb=st.sampled_from(["watch", "list"]))
-    def watch_or_list_errors(self, count: int, verb: str) -> None:
-        # The view lags the API meanwhile: pods exist that no snapshot has shown yet.
-        self.fake.fail_next(verb, PODS, status=500, count=count)
-
-    @rule(count=st.integers(min_value=1, max_value=4), status=st.sampled_from([500, 503, 429]))
-    def create_errors(self, count: int, status: int) -> None:
-        self.fake.fail_next("create", PODS, status=status, count=count)
-
-    @rule()
-    def slow_create(self) -> None:
-        self.fake.slow_creates += 1
+    @rule(lagging=st.booleans())
+    def watch_lags(self, lagging: bool) -> None:
+        """Watches and lists fail (the view lags the API: pods exist no snapshot has shown), or work
+        again. Working again clears the other injected faults too."""
+        if lagging:
+            self.fake.fail_for(LAG, "watch", PODS, status=500)
+            self.fake.fail_for(LAG, "list", PODS, status=500)
+        else:
+            self.fake.clear_faults()
 
     @rule(seconds=st.sampled_from([0.1, 0.5, 1.0, 2.0, 5.0]))
     def time_passes(self, seconds: float) -> None:
         self.scheduler.advance(seconds)
+        self._executors_register()
 
     # -- the properties ----------------------------------------------------------------------------------
 
@@ -227,8 +232,7 @@ class NeverOverAllocates(RuleBasedStateMachine):
             surplus = [self._id(p) for p in live[self.target :]]
             if surplus:
                 self.backend.kill_executors(surplus)
-            for executor_id in surplus:
-                self.driver.registered.pop(executor_id, None)
+            self.killed.update(surplus)
             self.scheduler.advance(120.0)
             live = sorted(p["metadata"]["name"] for p in self.fake.live_executor_pods())
             assert not self.fake.over, f"{self.fake.over}\n{self._histories()}"

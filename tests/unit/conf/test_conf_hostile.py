@@ -209,3 +209,15 @@ def test_any_value_of_any_key_parses_or_is_refused_naming_the_key(name: str, val
         # The key itself, or a key it is checked together with (a cross-key rule names both).
         assert error.key is not None or name in str(error), f"{name}={value!r}: {error}"
         assert name in str(error) or (error.key is not None and error.key in str(error)), str(error)
+
+
+def test_an_unknown_key_is_told_once_however_often_the_properties_are_parsed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    props = {**IMAGE, "spark.kubernetes.executor.podNamePrefx": "x"}
+    with caplog.at_level(logging.WARNING, logger="k8s_backend.conf"):
+        conf = KubernetesConf.from_spark_conf(props)
+        conf.with_properties({"spark.executor.cores": "2"})
+        KubernetesConf.from_spark_conf(props)
+    told = [m for m in caplog.messages if "podNamePrefx" in m]
+    assert len(told) == 1 and "did you mean spark.kubernetes.executor.podNamePrefix?" in told[0]
