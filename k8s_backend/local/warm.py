@@ -72,7 +72,7 @@ class WarmLocalCluster:
     :param make: makes a new (not started) cluster; it must have ``start()``, ``stop()``, ``api()`` and
         ``wait_until(predicate, timeout)`` as :class:`~k8s_backend.local.cluster.LocalCluster` has.
     :param idle_timeout: seconds without a lease before the cluster stops (None: read
-        :data:`IDLE_TIMEOUT_ENV` at each release).
+        :data:`IDLE_TIMEOUT_ENV` at each lease, so that a bad value fails the context's start).
     :param timer: schedules the idle stop (tests inject a manual one).
     """
 
@@ -90,6 +90,7 @@ class WarmLocalCluster:
         self._cluster: Any = None
         self._leases = 0
         self._cancel_idle: Cancel | None = None
+        self._timeout = DEFAULT_IDLE_TIMEOUT  # the one read at the latest lease
         self.started = 0  # how many clusters this pool started (for tests and the benchmark)
 
     @property
@@ -133,7 +134,9 @@ class WarmLocalCluster:
             cluster.stop()
 
     def _acquire(self) -> Any:
+        timeout = self._idle_timeout if self._idle_timeout is not None else idle_timeout_from_env()
         with self._lock:
+            self._timeout = timeout
             self._cancel_timer()
             if self._cluster is None:
                 cluster = self._make()
@@ -146,8 +149,8 @@ class WarmLocalCluster:
             return self._cluster
 
     def _release(self, cluster: Any) -> None:
-        timeout = self._idle_timeout if self._idle_timeout is not None else idle_timeout_from_env()
         with self._lock:
+            timeout = self._timeout
             self._leases -= 1
             if self._leases > 0 or cluster is not self._cluster:
                 return
