@@ -26,6 +26,7 @@ from setuptools.errors import SetupError  # type: ignore[import-untyped,unused-i
 
 HERE = Path(__file__).resolve().parent
 JAR = Path("k8s_backend", "spark", "jars", "k8s-backend-bridge.jar")
+PTH = Path("k8s_backend", "spark", "k8s_backend_pyspark.pth")
 log = logging.getLogger("k8s_backend.setup")
 
 
@@ -46,6 +47,14 @@ class BuildPyWithBridgeJar(build_py):  # type: ignore[misc,unused-ignore]
     def run(self) -> None:
         super().run()
         self.build_bridge_jar()
+        self.add_pyspark_pth()
+
+    def add_pyspark_pth(self) -> None:
+        """The ``.pth`` that readies ``pyspark --master pyk8s://...`` goes to site-packages' top level
+        (an editable install cannot place it there; see docs/entry-points.md)."""
+        if getattr(self, "editable_mode", False):
+            return
+        self.copy_file(str(HERE / PTH), str(Path(self.build_lib) / PTH.name))
 
     def build_bridge_jar(self) -> None:
         javac = load_javac_module()

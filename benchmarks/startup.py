@@ -1,95 +1,147 @@
-"""Start-up time on ``pyk8s://local``: from session start to all executors registered, for 2 and 4 executors.
+"""Context start-up, from ``getOrCreate()`` to N executors registered, against Spark's own modes.
 
-Run: ``python benchmarks/startup.py [--repeat 3] [--counts 2 4] [--plain-jvm]``. Every measurement runs in
-a fresh Python process, so it includes launching the driver JVM, as a user's first session does. The
-phases: the driver JVM up with the bridge (``prepare``), the SparkContext created (it waits for the
-backend's registered-resources check), and every executor registered with the driver. The executor pods
-are local processes of the embedded cluster: on a 2-core machine the executor JVMs share the CPUs.
+Run: ``python benchmarks/startup.py [--executors 2] [--repeat 3] [--contexts 3] [--modes ...]``.
+
+Each mode runs in ``--repeat`` fresh Python processes (interleaved, so that the machine's load falls on
+every mode alike); each process starts ``--contexts`` contexts one after the other, as a test suite with
+a context per test class does. The first context pays for the driver JVM (and for a cluster where there
+is one); the later ones show what a process reuses. Modes:
+
+- ``pyk8s``: ``pyk8s://local``, the warm embedded cluster kept by the process (:mod:`k8s_backend.local.warm`);
+- ``pyk8s-cold``: ``pyk8s://local`` with ``K8S_BACKEND_LOCAL_IDLE_TIMEOUT=0``: a new cluster for every
+  context, as before the warm cluster existed (the "before" figures);
+- ``local-cluster``: PySpark's own ``local-cluster[N,1,1024]``, which also starts real executor JVMs;
+- ``k8s``: Spark's own ``k8s://`` backend on a LocalCluster the process starts once (its start counted
+  in the first context).
+
+Every mode runs with the same properties (executor memory 512m, no UI). The table gives the medians and
+the ratios to ``local-cluster`` and to ``k8s`` for the first and for the later contexts. Absolute times
+depend on the machine and its load; the ratios of one run are what to compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
-MASTER = "pyk8s://local"
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-PHASES = ("jvm", "context", "registered")
+MODES = ("pyk8s", "pyk8s-cold", "local-cluster", "k8s")
+COMMON = {
+    "spark.executor.memory": "512m",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
 
 
-def measure_once(executors: int, fast_jvm: bool, timeout: float = 300.0) -> dict[str, float]:
-    """One session in this process: seconds from the start to each phase."""
-    from pyspark.sql import SparkSession
-
-    from k8s_backend.spark import prepare
-
-    conf = {
-        "spark.executor.instances": str(executors),
-        "spark.executor.memory": "512m",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-    }
-    if fast_jvm:
-        conf["spark.driver.extraJavaOptions"] = FAST_JVM
-        conf["spark.executor.extraJavaOptions"] = FAST_JVM
-    start = time.monotonic()
-    prepare(MASTER, conf)
-    jvm = time.monotonic() - start
-    spark = SparkSession.builder.appName("startup-benchmark").getOrCreate()
-    context = time.monotonic() - start
+def wait_registered(spark: Any, executors: int, timeout: float) -> None:
     status = spark.sparkContext._jsc.sc()
     pause, deadline = threading.Event(), time.monotonic() + timeout
-    while status.getExecutorMemoryStatus().size() - 1 < executors and time.monotonic() < deadline:
-        pause.wait(0.05)  # the driver is counted too
-    registered = time.monotonic() - start
-    if status.getExecutorMemoryStatus().size() - 1 < executors:
-        raise SystemExit(f"only {status.getExecutorMemoryStatus().size() - 1} executors after {timeout} s")
-    spark.stop()
-    return {"jvm": jvm, "context": context, "registered": registered}
+    while status.getExecutorMemoryStatus().size() - 1 < executors:  # the driver is counted too
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{executors} executors not registered after {timeout:.0f} s")
+        pause.wait(0.02)
 
 
-def measure_in_fresh_process(executors: int, fast_jvm: bool) -> dict[str, float]:
-    command = [sys.executable, __file__, "--one", str(executors)]
-    if not fast_jvm:
-        command.append("--plain-jvm")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    if result.returncode != 0:
-        raise SystemExit(f"measurement failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
-    figures: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
+def run_contexts(mode: str, executors: int, contexts: int, timeout: float = 600.0) -> list[float]:
+    """In this process: seconds from each context's start to its executors registered."""
+    from pyspark.sql import SparkSession
+
+    conf = dict(COMMON)
+    cluster: Any = None
+    if mode in ("pyk8s", "pyk8s-cold"):
+        import k8s_backend.spark  # noqa: F401  (the builder hook)
+
+        master = "pyk8s://local"
+        conf["spark.executor.instances"] = str(executors)
+    elif mode == "local-cluster":
+        master = f"local-cluster[{executors},1,1024]"
+    else:
+        master = ""
+        conf["spark.executor.instances"] = str(executors)
+    figures = []
+    for index in range(contexts):
+        start = time.monotonic()
+        if mode == "k8s" and cluster is None:
+            from k8s_backend.local import LocalCluster
+
+            cluster = LocalCluster(stop_grace=2.0).start()
+            conf.update({k: v for k, v in cluster.spark_conf().items() if k != "spark.master"})
+            master = cluster.spark_k8s_master
+        builder = SparkSession.builder.master(master).appName(f"startup-{mode}-{index}")
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        wait_registered(spark, executors, timeout)
+        figures.append(time.monotonic() - start)
+        spark.stop()
+    if cluster is not None:
+        cluster.stop()
     return figures
+
+
+def in_fresh_process(mode: str, executors: int, contexts: int) -> list[float]:
+    command = [sys.executable, __file__, "--child", mode, "--executors", str(executors)]
+    command += ["--contexts", str(contexts)]
+    env = dict(os.environ)
+    if mode == "pyk8s-cold":
+        env["K8S_BACKEND_LOCAL_IDLE_TIMEOUT"] = "0"
+    result = subprocess.run(command, capture_output=True, text=True, timeout=3600, check=False, env=env)
+    if result.returncode != 0:
+        raise SystemExit(f"{mode} failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
+    figures: list[float] = json.loads(result.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def ratio(ours: float | None, theirs: float | None) -> str:
+    return f"{ours / theirs:.2f}x" if ours is not None and theirs else "n/a"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--counts", type=int, nargs="+", default=[2, 4], help="executor counts to measure")
-    parser.add_argument("--repeat", type=int, default=3, help="fresh processes per count (median shown)")
-    parser.add_argument("--plain-jvm", action="store_true", help=f"without {FAST_JVM}")
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a single measurement (child process)
+    parser.add_argument("--executors", type=int, default=2, help="N: executors per context")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh processes per mode")
+    parser.add_argument("--contexts", type=int, default=3, help="contexts per process (first + later)")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one is not None:
-        print(json.dumps(measure_once(args.one, not args.plain_jvm)))
+    if args.child:
+        print(json.dumps(run_contexts(args.child, args.executors, args.contexts)))
         return
 
-    flags = "default JVM flags" if args.plain_jvm else FAST_JVM
-    print(f"session start -> executors registered on {MASTER}, {args.repeat} run(s) each, {flags}")
+    first: dict[str, list[float]] = {mode: [] for mode in args.modes}
+    later: dict[str, list[float]] = {mode: [] for mode in args.modes}
+    for round_ in range(args.repeat):
+        order = args.modes if round_ % 2 == 0 else list(reversed(args.modes))
+        for mode in order:
+            figures = in_fresh_process(mode, args.executors, args.contexts)
+            first[mode].append(figures[0])
+            later[mode].extend(figures[1:])
+            print(f"  {mode}: " + " ".join(f"{f:.1f}" for f in figures), flush=True)
+
+    def median(values: list[float]) -> float | None:
+        return statistics.median(values) if values else None
+
     print(
-        f"{'executors':>9} {'JVM up (s)':>11} {'context (s)':>12} {'all registered (s)':>19} {'runs (s)':>20}"
+        f"\ncontext start -> {args.executors} executors registered, medians over {args.repeat} processes "
+        f"x {args.contexts} contexts"
     )
-    for count in args.counts:
-        runs = [measure_in_fresh_process(count, not args.plain_jvm) for _ in range(args.repeat)]
-        median = {phase: statistics.median(run[phase] for run in runs) for phase in PHASES}
-        each = " ".join(f"{run['registered']:.1f}" for run in runs)
+    print(f"{'mode':<14} {'first (s)':>10} {'later (s)':>10} {'first/lc':>9} {'later/lc':>9} "
+          f"{'first/k8s':>10} {'later/k8s':>10}")  # fmt: skip
+    base_lc = (median(first.get("local-cluster", [])), median(later.get("local-cluster", [])))
+    base_k8s = (median(first.get("k8s", [])), median(later.get("k8s", [])))
+    for mode in args.modes:
+        f, lt = median(first[mode]), median(later[mode])
         print(
-            f"{count:>9} {median['jvm']:>11.1f} {median['context']:>12.1f} "
-            f"{median['registered']:>19.1f} {each:>20}",
-            flush=True,
+            f"{mode:<14} {f or 0:>10.1f} {lt or 0:>10.1f} {ratio(f, base_lc[0]):>9} "
+            f"{ratio(lt, base_lc[1]):>9} {ratio(f, base_k8s[0]):>10} {ratio(lt, base_k8s[1]):>10}"
         )
 
 

@@ -216,6 +216,23 @@ class ExecutorOperations:
         except Exception as error:
             log.warning("Force-deleting killed executors %s failed: %s", ",".join(executor_ids), error)
 
+    def delete_pods_now(self, executor_ids: Sequence[str]) -> int:
+        """Delete the executors' pods with grace 0 from the caller's thread, as a lost node would take
+        them: Spark is not told first, and sees the executors lost (for tests of a job's resilience,
+        e.g. the pytest plugin's ``pyk8s_executors.kill()``). Returns how many pods were deleted."""
+        ids = [i for i in executor_ids if i]
+        if not ids:
+            return 0
+        pods = self._api.list(PODS, self._namespace, label_selector=self._ids_selector(ids)).items
+        deleted = 0
+        for pod in pods:
+            try:
+                self._api.delete(PODS, self._namespace, pod["metadata"]["name"], grace_period_seconds=0)
+            except NotFoundError:
+                continue  # gone meanwhile
+            deleted += 1
+        return deleted
+
     def label_decommissioning(self, executor_ids: Sequence[str]) -> None:
         """Add the decommission label (when configured) to the executors' pods."""
         if self._label and executor_ids:

@@ -2,7 +2,8 @@
 
 An instance is installed in the driver JVM (``PyK8sClusterManager.install``) before the SparkContext is
 created; the JVM calls :meth:`BackendFactory.create` from the SparkContext constructor. It reads the
-context's Spark properties, starts an embedded local cluster for ``pyk8s://local``, and builds the
+context's Spark properties, leases this process's warm local cluster for ``pyk8s://local``
+(:mod:`k8s_backend.local.warm`: started by the first context, reused by later ones), and builds the
 backend with a :class:`JvmDriverEndpoint` as its driver.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from k8s_backend.common.failure_sink import FAILURE_RECORD
 from k8s_backend.common.signals import signals_held
+from k8s_backend.local.warm import process_pool
 from k8s_backend.spark.bridge import (
     DEFAULT_STOP_TIMEOUT,
     BackendHooks,
@@ -48,12 +50,20 @@ def new_app_id() -> str:
     return "spark-" + uuid.uuid4().hex
 
 
+# Executor JVMs of pyk8s://local share this host's few cores with the driver: C1 only and the serial
+# collector start them in about two thirds of the time (README, Performance), and local work is small.
+LOCAL_EXECUTOR_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def local_defaults(image: str) -> dict[str, str]:
-    """Properties a ``pyk8s://local`` driver needs unless the user set them: executors run on this host."""
+    """Properties a ``pyk8s://local`` driver needs unless the user set them: executors run on this host,
+    with JVM options that start them fast (any ``spark.executor.extraJavaOptions``, even empty, replaces
+    :data:`LOCAL_EXECUTOR_JAVA_OPTIONS`)."""
     return {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         LOCAL_IMAGE_KEY: image,
+        "spark.executor.extraJavaOptions": LOCAL_EXECUTOR_JAVA_OPTIONS,
     }
 
 
@@ -75,8 +85,9 @@ class BackendFactory:
     """The Py4J callback object behind the JVM's ``PythonBackendFactory`` interface.
 
     :param create_backend: builds the backend (default ``KubernetesClusterSchedulerBackend.create``).
-    :param local_cluster: makes the cluster for ``pyk8s://local`` (default
-        :class:`k8s_backend.testing.LocalCluster`); it is started here and stopped after the backend.
+    :param local_cluster: makes the cluster for ``pyk8s://local``, a context manager entered here and
+        exited after the backend stopped (default: a lease of this process's warm cluster,
+        :func:`k8s_backend.local.warm.process_pool`, which outlives the context but not its pods).
     """
 
     class Java:
@@ -120,14 +131,18 @@ class BackendFactory:
         try:
             api: Any = None
             local_url = ""
+            namespace = conf.get("spark.kubernetes.namespace", "default")
             if master.kind is MasterKind.LOCAL:
                 cluster = resources.enter_context(self._make_local_cluster())
                 resources.callback(self._forget_local)
                 self.local = cluster
-                api = cluster.api(conf.get("spark.kubernetes.namespace", "default"))
+                api = cluster.api(namespace)
                 local_url = cluster.url
             properties = backend_properties(conf, master, local_url)
             app_id = properties.get("spark.app.id") or new_app_id()
+            if master.kind is MasterKind.LOCAL and self._local_cluster is None:
+                # Before the lease is returned (LIFO): the warm cluster keeps none of this context's pods.
+                resources.callback(process_pool().forget_pods_of, self.local, app_id, namespace)
             creator = self._create_backend or default_creator()
             driver = JvmDriverEndpoint(java_backend)
             backend = creator(properties, app_id=app_id, driver_url=driver_url, api=api, driver=driver)
@@ -181,9 +196,7 @@ class BackendFactory:
     def _make_local_cluster(self) -> contextlib.AbstractContextManager[Any]:
         if self._local_cluster is not None:
             return self._local_cluster()
-        from k8s_backend.local.cluster import LocalCluster
-
-        return LocalCluster()
+        return process_pool().lease()
 
     def _forget_local(self) -> None:
         self.local = None

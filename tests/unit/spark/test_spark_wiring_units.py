@@ -179,6 +179,7 @@ class TestImportHook:
             return "pyspark-gateway"
 
         monkeypatch.setattr(context, "launch_gateway", original)  # restored with the real hook after
+        monkeypatch.setattr(context.SparkContext, "__init__", context.SparkContext.__init__)  # likewise
         monkeypatch.setattr(hook, "bridge_jar", lambda: Path("/b.jar"))
 
         def launch(props: dict[str, str], jar_path: Path, popen_kwargs: Any = None) -> str:
