@@ -242,8 +242,19 @@ MISC_KEYS: tuple[Key, ...] = (
         "spark.executor.extraJavaOptions",
         Kind.STRING,
         None,
-        "Extra executor JVM options (`SPARK_JAVA_OPT_<n>` environment variables).",
+        "Extra executor JVM options (`SPARK_JAVA_OPT_<n>` environment variables), after "
+        "`spark.executor.defaultJavaOptions`.",
         field="executor.extra_java_options",
+        custom=True,
+    ),
+    Key(
+        "spark.executor.defaultJavaOptions",
+        Kind.STRING,
+        None,
+        "JVM options meant for administrators: prepended to `spark.executor.extraJavaOptions`, as Spark "
+        "does (its ConfigEntry's prependedKey).",
+        field="executor.extra_java_options",
+        custom=True,
     ),
     Key(
         "spark.executor.extraClassPath",

@@ -51,6 +51,7 @@ def parse_spark_conf(conf: object) -> KubernetesConf:
     values.update(
         {
             "executor.image": _executor_image(reader),
+            "executor.extra_java_options": _java_options(reader),
             "executor.labels": parse_pod.pod_labels(props, app_id),
             "executor.annotations": parse_pod.pod_annotations(props),
             "executor.node_selector": parse_pod.node_selector(props),
@@ -165,6 +166,16 @@ def _executor_image(reader: Reader) -> str | None:
             ) from error
         image = image.replace(SPARK_VERSION_PLACEHOLDER, version)
     return image
+
+
+def _java_options(reader: Reader) -> str:
+    """``defaultJavaOptions`` then ``extraJavaOptions``, joined by a space, as Spark's prepended
+    ConfigEntry does (either alone when the other is unset)."""
+    parts = (
+        reader.value("spark.executor.defaultJavaOptions"),
+        reader.value("spark.executor.extraJavaOptions"),
+    )
+    return " ".join(part for part in parts if part)
 
 
 def _api_master(reader: Reader) -> str:
