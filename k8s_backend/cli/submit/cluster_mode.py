@@ -48,10 +48,21 @@ from k8s_backend.cli.submit.submission import Submission
 from k8s_backend.conf.model import redacted
 from k8s_backend.kube.labels import DRIVER_POD_ANNOTATION
 from k8s_backend.kube.masters import pyk8s_url
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS, SERVICES, ApiError, NotFoundError, Obj, Resource
+from k8s_backend.kube.port import (
+    CONFIG_MAPS,
+    PODS,
+    PVCS,
+    SECRETS,
+    SERVICES,
+    ApiError,
+    NotFoundError,
+    Obj,
+    Resource,
+)
 from k8s_backend.pods.config_map import default_conf_dir, java_properties
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
 from k8s_backend.pods.names import unique_id as new_unique_id
+from k8s_backend.pods.objects import owner_reference
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +73,6 @@ NEEDS = (
     Permission("watch", PODS),
     Permission("delete", PODS),
 )
-
 
 
 @attrs.frozen
@@ -78,6 +88,14 @@ class ClusterPlan:
     secret_conf: str | None = attrs.field(default=None, repr=False)  # secret properties, for its Secret
     # Credential files (Secret item name -> content: a kubeconfig's CA, client certificate and key).
     files: dict[str, bytes] = attrs.field(factory=dict, repr=False)
+    # On-demand claims of spark.kubernetes.driver.volumes.*, created after the pod and owned by it.
+    claims: tuple[Obj, ...] = ()
+
+    def owned_claims(self, created_pod: Obj) -> list[Obj]:
+        return [
+            {**claim, "metadata": {**claim["metadata"], "ownerReferences": [owner_reference(created_pod)]}}
+            for claim in self.claims
+        ]
 
     def service(self, created_pod: Obj) -> Obj:
         return driver_pod.build_service(self.properties, self.names, created_pod)
@@ -105,7 +123,8 @@ class ClusterPlan:
     @property
     def needs(self) -> tuple[Permission, ...]:
         """The permissions creating this plan takes."""
-        return (*NEEDS, Permission("create", SECRETS)) if self._needs_secret else NEEDS
+        needs = (*NEEDS, Permission("create", SECRETS)) if self._needs_secret else NEEDS
+        return (*needs, Permission("create", PVCS)) if self.claims else needs
 
     def config_map(self, created_pod: Obj) -> Obj:
         return driver_pod.build_config_map(self.names, created_pod, self.data, self.binary)
@@ -225,7 +244,9 @@ def plan_cluster(
     )
     mounted = [driver_token.TOKEN_KEY] if token is not None else []
     mounted += list(files)
-    pod = driver_pod.build_driver_pod(
+    # Checked before anything is created: the Service's settings too.
+    driver_pod.build_service(properties, names, {})
+    pod, claims = driver_pod.build_driver(
         properties,
         names,
         app_name=sub.app_name,
@@ -237,7 +258,7 @@ def plan_cluster(
         secret_conf_secret=names.token_secret if secret_conf is not None else None,
         mounted=mounted,
     )
-    return ClusterPlan(names, pod, properties, data, binary, token, secret_conf, files)
+    return ClusterPlan(names, pod, properties, data, binary, token, secret_conf, files, tuple(claims))
 
 
 # Not in the driver's properties: passed as arguments, or how this machine reaches the cluster (a local
@@ -265,6 +286,7 @@ def create_objects(connection: Connection, plan: ClusterPlan, console: Console) 
             (SERVICES, plan.service(pod)),
             (SECRETS, plan.secret(pod)),
             (CONFIG_MAPS, plan.config_map(pod)),
+            *((PVCS, claim) for claim in plan.owned_claims(pod)),
         )
         for resource, body in owned:
             if body is None:

@@ -35,8 +35,11 @@ from k8s_backend.pods.constants import (
     SPARK_ROLE_LABEL,
     SPARK_VERSION_LABEL,
 )
+from k8s_backend.pods.driver import DriverContext, DriverFeatureStep, DriverPodBuilder
+from k8s_backend.pods.driver.service import service_spec_settings
 from k8s_backend.pods.names import app_name_label
 from k8s_backend.pods.objects import add_volume_mounts, add_volumes, owner_reference, section, upsert_named
+from k8s_backend.pods.step import SparkPod
 from k8s_backend.pods.template import read_template_file, select_spark_container
 
 DRIVER_CONTAINER_NAME = "spark-kubernetes-driver"
@@ -205,10 +208,87 @@ def build_driver_pod(
     secret_conf_secret: str | None = None,
     mounted: Sequence[str] = (driver_token.TOKEN_KEY,),
 ) -> Obj:
-    """The driver pod: the template (if any), then Spark's settings on top; ``token_secret`` names the
-    Secret holding the driver's API token and credential files (its items ``mounted``), mounted
-    read-only, ``secret_conf_secret`` the one holding its secret properties (see
-    :mod:`k8s_backend.cli.common.driver_token`)."""
+    """The driver pod of :func:`build_driver` (without the claims to create with it)."""
+    return build_driver(
+        properties,
+        names,
+        app_name=app_name,
+        image=image,
+        args=args,
+        files=files,
+        data=data,
+        token_secret=token_secret,
+        secret_conf_secret=secret_conf_secret,
+        mounted=mounted,
+    )[0]
+
+
+def build_driver(
+    properties: Mapping[str, str],
+    names: DriverNames,
+    *,
+    app_name: str,
+    image: str,
+    args: Sequence[str],
+    files: DriverFiles,
+    data: Mapping[str, str],
+    token_secret: str | None = None,
+    secret_conf_secret: str | None = None,
+    mounted: Sequence[str] = (driver_token.TOKEN_KEY,),
+    steps: Sequence[DriverFeatureStep] = (),
+) -> tuple[Obj, list[Obj]]:
+    """The driver pod, and the PersistentVolumeClaims to create once it exists (owned by it): the basic
+    pod (:func:`_basic_driver_pod`), then the driver's feature steps (:mod:`k8s_backend.pods.driver`:
+    secrets, secretKeyRef env, volumes, then the user's ``steps``). A configuration problem is a
+    :class:`UsageError` naming the key."""
+    try:
+        builder = DriverPodBuilder(properties, steps)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    pod, container, index = _basic_driver_pod(
+        properties,
+        names,
+        app_name=app_name,
+        image=image,
+        args=args,
+        files=files,
+        data=data,
+        token_secret=token_secret,
+        secret_conf_secret=secret_conf_secret,
+        mounted=mounted,
+    )
+    ctx = DriverContext(
+        properties=properties, app_id=names.app_id, pod_name=names.pod, namespace=names.namespace
+    )
+    built, claims = builder.build(SparkPod(pod, container), ctx)
+    pod = built.pod
+    spec = section(pod, "spec")
+    containers = list(spec.get("containers") or [])
+    containers.insert(min(index, len(containers)), built.container)
+    spec["containers"] = containers
+    for claim in claims:
+        claim["metadata"]["namespace"] = names.namespace
+    return pod, claims
+
+
+def _basic_driver_pod(
+    properties: Mapping[str, str],
+    names: DriverNames,
+    *,
+    app_name: str,
+    image: str,
+    args: Sequence[str],
+    files: DriverFiles,
+    data: Mapping[str, str],
+    token_secret: str | None = None,
+    secret_conf_secret: str | None = None,
+    mounted: Sequence[str] = (driver_token.TOKEN_KEY,),
+) -> tuple[Obj, Obj, int]:
+    """Spark's BasicDriverFeatureStep with the template and credentials: the pod without its Spark
+    container, that container, and its index among the template's containers. The template (if any),
+    then Spark's settings on top; ``token_secret`` names the Secret holding the driver's API token and
+    credential files (its items ``mounted``), mounted read-only, ``secret_conf_secret`` the one holding
+    its secret properties (see :mod:`k8s_backend.cli.common.driver_token`)."""
     pod, container, index = _template(properties)
     meta = section(pod, "metadata")
     meta["name"] = names.pod
@@ -290,12 +370,9 @@ def build_driver_pod(
         volumes.append(driver_token.volume(token_secret, mounted))
     add_volume_mounts(container, mounts)
     add_volumes(pod, volumes)
-    containers = list(spec.get("containers") or [])
-    containers.insert(min(index, len(containers)), container)
-    spec["containers"] = containers
     pod["apiVersion"] = "v1"
     pod["kind"] = "Pod"
-    return pod
+    return pod, container, index
 
 
 def _allow_privilege_escalation(properties: Mapping[str, str]) -> bool:
@@ -311,8 +388,13 @@ def _allow_privilege_escalation(properties: Mapping[str, str]) -> bool:
 
 
 def build_service(properties: Mapping[str, str], names: DriverNames, driver_pod: Obj) -> Obj:
-    """The headless Service executors reach the driver through, owned by the driver pod."""
+    """The headless Service executors reach the driver through, owned by the driver pod (with Spark's
+    IP family settings and ``publishNotReadyAddresses``)."""
     ports = driver_ports(properties)
+    try:
+        settings = service_spec_settings(properties)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
     annotations = {
         **with_prefix(properties, "spark.kubernetes.driver.service.annotation."),
         DRIVER_POD_ANNOTATION: names.pod,
@@ -330,6 +412,7 @@ def build_service(properties: Mapping[str, str], names: DriverNames, driver_pod:
         },
         "spec": {
             "clusterIP": "None",
+            **settings,
             "selector": app_labels(names.app_id),
             "ports": [
                 {
