@@ -30,6 +30,7 @@ from k8s_backend.conf.model import (
     SnapshotsConf,
 )
 from k8s_backend.conf.parse_volumes import parse_volumes
+from k8s_backend.conf.refused import check_refused
 from k8s_backend.conf.spec import Use
 from k8s_backend.conf.units import cpu_millis
 from k8s_backend.errors import ConfigError
@@ -45,6 +46,7 @@ def parse_spark_conf(conf: object) -> KubernetesConf:
     """Read and check Spark properties: a ``Mapping[str, str]`` or anything with ``getAll()`` (SparkConf)."""
     props = read_properties(conf)
     warn_unknown_keys(props)
+    check_refused(props)
     reader = Reader(props)
     values = reader.simple_fields()
     app_id = values.get("app_id")
