@@ -22,7 +22,6 @@ from k8s_backend.conf.spec import (
 POD_NAME_PREFIX_MAX = 237
 
 
-
 def _pod_name_prefix_problem(text: str) -> str | None:
     problem = syntax.dns_subdomain_problem(text, POD_NAME_PREFIX_MAX)
     if problem is None and "." in text:

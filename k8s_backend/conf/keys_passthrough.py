@@ -123,7 +123,9 @@ SUBMISSION_KEYS: tuple[Key, ...] = (
         "spark.kubernetes.hadoop.configMapName",
         Kind.STRING,
         None,
-        _refused("spark.kubernetes.hadoop.configMapName"),
+        "Cluster mode: mounted by `k8s-backend submit`'s driver pod builder (`pods/driver/hadoop.py`) on "
+        "the driver and its executors (else `$HADOOP_CONF_DIR`'s files are shipped in a ConfigMap). "
+        "Client mode: mounted on the executors.",
     ),
     _spark(
         "spark.kubernetes.kerberos.krb5.path",

@@ -74,8 +74,7 @@ def parse_volumes(props: Mapping[str, str], prefix: str = VOLUMES_PREFIX) -> tup
     if duplicated:
         listed = ", ".join(f"'{path}'" for path in sorted(duplicated))
         raise ConfigError(
-            f"Found duplicated mountPath: {listed}; "
-            f"each {prefix}<type>.<name>.mount.path must differ",
+            f"Found duplicated mountPath: {listed}; each {prefix}<type>.<name>.mount.path must differ",
             key=prefix,
             value=duplicated[0],
         )

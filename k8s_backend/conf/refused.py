@@ -28,12 +28,6 @@ _KERBEROS = (
     "spark.kubernetes.driver.secrets.* / spark.kubernetes.driver.volumes.* and spark.kubernetes.driverEnv.* "
     "instead, and remove the key"
 )
-_HADOOP = (
-    "only Spark's cluster-mode driver builder (HadoopConfDriverFeatureStep) reads it, and k8s_backend does "
-    "not mount the Hadoop ConfigMap; mount it with spark.kubernetes.driver.volumes.* and "
-    "spark.kubernetes.executor.volumes.* and set HADOOP_CONF_DIR with spark.kubernetes.driverEnv.* and "
-    "spark.executorEnv.*, then remove the key"
-)
 
 
 @attrs.frozen
@@ -68,7 +62,6 @@ REFUSED: tuple[Refusal, ...] = (
         "k8s_backend's driver does not write its exit exception onto its pod (a failed driver's last log "
         "lines are its termination message, which `k8s-backend status` shows); remove the key",
     ),
-    Refusal("spark.kubernetes.hadoop.configMapName", _HADOOP),
     Refusal("spark.kubernetes.kerberos.", _KERBEROS, prefix=True),
     Refusal(
         "spark.kubernetes.setSubmitTimeInDriver",

@@ -1,6 +1,6 @@
 """The driver pod's feature steps against the real kube-apiserver: what each step writes is accepted
-(the pod, its on-demand claim, the Service with its IP family settings), and the claim and the Service
-are garbage-collected with the pod that owns them.
+(the pod, its on-demand claim, the Hadoop ConfigMap, the Service with its IP family settings), and what
+the pod owns is garbage-collected with it.
 
 Marked ``real``: skipped (with the one-line reason) when the control plane is neither cached nor buildable.
 """
@@ -16,7 +16,7 @@ from k8s_backend.cli.common.submit_args import parse_submit_args
 from k8s_backend.cli.submit.cluster_mode import ClusterPlan, plan_cluster
 from k8s_backend.cli.submit.submission import build_submission
 from k8s_backend.kube.masters import IN_CLUSTER_MASTER
-from k8s_backend.kube.port import PODS, PVCS, SERVICES, ApiError
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, PVCS, SERVICES, ApiError
 from k8s_backend.local.control_plane import ControlPlane
 
 pytestmark = [pytest.mark.real, pytest.mark.timeout(600)]
@@ -24,20 +24,23 @@ pytestmark = [pytest.mark.real, pytest.mark.timeout(600)]
 V = "spark.kubernetes.driver.volumes."
 
 
-def plan(tmp_path: Path, app_name: str, *confs: str) -> ClusterPlan:
+def plan(tmp_path: Path, app_name: str, *confs: str, environ: dict[str, str] | None = None) -> ClusterPlan:
     app = tmp_path / "main.py"
     app.write_text("print(1)\n")
     argv = ["--master", "pyk8s://https://k8s.example:6443", "--deploy-mode", "cluster", "--name", app_name]
     for conf in ("spark.kubernetes.container.image=spark:py", "spark.kubernetes.namespace=default", *confs):
         argv += ["--conf", conf]
     sub = build_submission(parse_submit_args([*argv, str(app)]), {})
-    return plan_cluster(sub, IN_CLUSTER_MASTER, api_url="https://k8s.example:6443", environ={})
+    return plan_cluster(sub, IN_CLUSTER_MASTER, api_url="https://k8s.example:6443", environ=environ or {})
 
 
 def test_the_api_server_accepts_every_driver_step_and_collects_what_the_pod_owns(
     cp: ControlPlane, tmp_path: Path
 ) -> None:
     api = cp.api()
+    hadoop = tmp_path / "hadoop"
+    hadoop.mkdir()
+    (hadoop / "core-site.xml").write_text("<configuration/>\n")
     p = plan(
         tmp_path,
         "steps",
@@ -61,6 +64,7 @@ def test_the_api_server_accepts_every_driver_step_and_collects_what_the_pod_owns
         "spark.kubernetes.driver.service.ipFamilyPolicy=PreferDualStack",
         "spark.kubernetes.driver.service.ipFamilies=IPv4",
         "spark.kubernetes.driver.service.publishNotReadyAddresses=true",
+        environ={"HADOOP_CONF_DIR": str(hadoop)},
     )
     pod = api.create(PODS, "default", p.pod)
     container = pod["spec"]["containers"][0]
@@ -76,6 +80,9 @@ def test_the_api_server_accepts_every_driver_step_and_collects_what_the_pod_owns
     [claim] = p.owned_claims(pod)
     created_claim = api.create(PVCS, "default", claim)
     assert created_claim["metadata"]["labels"]["tier"] == "gold"
+    hadoop_map = p.owned_hadoop_config_map(pod)
+    assert hadoop_map is not None
+    assert api.create(CONFIG_MAPS, "default", hadoop_map)["data"] == {"core-site.xml": "<configuration/>\n"}
     service = api.create(SERVICES, "default", p.service(pod))
     assert service["spec"]["ipFamilyPolicy"] == "PreferDualStack"
     assert service["spec"]["ipFamilies"] == ["IPv4"]
@@ -83,10 +90,17 @@ def test_the_api_server_accepts_every_driver_step_and_collects_what_the_pod_owns
     api.delete(PODS, "default", p.names.pod, grace_period_seconds=0)
     deadline = time.monotonic() + 60
     names = {claim["metadata"]["name"]}
-    while names & {c["metadata"]["name"] for c in api.list(PVCS, "default").items} or any(
-        s["metadata"]["name"] == p.names.service for s in api.list(SERVICES, "default").items
+    while (
+        names & {c["metadata"]["name"] for c in api.list(PVCS, "default").items}
+        or any(s["metadata"]["name"] == p.names.service for s in api.list(SERVICES, "default").items)
+        or any(
+            c["metadata"]["name"] == hadoop_map["metadata"]["name"]
+            for c in api.list(CONFIG_MAPS, "default").items
+        )
     ):
-        assert time.monotonic() < deadline, "the claim or the Service outlived the driver pod that owns them"
+        assert time.monotonic() < deadline, (
+            "the claim, the Service or the Hadoop ConfigMap outlived the driver pod that owns them"
+        )
         time.sleep(0.2)
 
 

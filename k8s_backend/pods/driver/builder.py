@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
+from k8s_backend.pods.driver.hadoop import DriverHadoopConfStep
 from k8s_backend.pods.driver.step import DriverContext, DriverFeatureStep
 from k8s_backend.pods.driver.steps import DriverEnvSecretsStep, DriverMountSecretsStep, DriverVolumesStep
 from k8s_backend.pods.step import SparkPod
@@ -29,6 +30,7 @@ _SPARK_NAMES: dict[str, type] = {
     f"{_SPARK_FEATURES}MountSecretsFeatureStep": DriverMountSecretsStep,
     f"{_SPARK_FEATURES}EnvSecretsFeatureStep": DriverEnvSecretsStep,
     f"{_SPARK_FEATURES}MountVolumesFeatureStep": DriverVolumesStep,
+    f"{_SPARK_FEATURES}HadoopConfDriverFeatureStep": DriverHadoopConfStep,
 }
 _JVM_ROOTS = ("org.", "com.", "io.", "net.")
 
@@ -43,6 +45,7 @@ def driver_steps(properties: Mapping[str, str]) -> list[DriverFeatureStep]:
         DriverMountSecretsStep(properties),
         DriverEnvSecretsStep(properties),
         DriverVolumesStep(properties),
+        DriverHadoopConfStep(properties),
     ]
 
 

@@ -47,7 +47,6 @@ def test_the_refused_list_covers_the_issue_s_silent_keys() -> None:
         "spark.kubernetes.executor.podDeletionCost",
         "spark.kubernetes.allocation.recoveryMode.enabled",
         "spark.kubernetes.driver.annotateExitException",
-        "spark.kubernetes.hadoop.configMapName",
         "spark.kubernetes.kerberos.krb5.path",
         "spark.kubernetes.kerberos.tokenSecret.name",
     ):

@@ -6,12 +6,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from pod_builder_fixtures import FACTS
 
+from k8s_backend.conf.model import KubernetesConf
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
+from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.driver import DriverContext, DriverPodBuilder
 from k8s_backend.pods.driver.service import service_spec_settings
 from k8s_backend.pods.driver.steps import DriverEnvSecretsStep, DriverMountSecretsStep, DriverVolumesStep
+from k8s_backend.pods.request import ExecutorPodRequest
 from k8s_backend.pods.step import SparkPod
 
 APP_ID = "spark-" + "a" * 32
@@ -273,3 +277,100 @@ def test_cluster_mode_refuses_a_bad_driver_key_before_creating_anything(tmp_path
 
     with pytest.raises(UsageError, match=r"spark\.kubernetes\.driver\.service\.ipFamilyPolicy"):
         _plan(tmp_path, "spark.kubernetes.driver.service.ipFamilyPolicy=Both")
+
+
+# Hadoop configuration (HadoopConfDriverFeatureStep).
+
+
+def _plan_env(tmp_path: Path, environ: dict[str, str], *confs: str):  # type: ignore[no-untyped-def]
+    from k8s_backend.cli.common.submit_args import parse_submit_args
+    from k8s_backend.cli.submit.cluster_mode import plan_cluster
+    from k8s_backend.cli.submit.submission import build_submission
+    from k8s_backend.kube.masters import IN_CLUSTER_MASTER
+
+    app = tmp_path / "main.py"
+    app.write_text("print(1)\n")
+    argv = ["--master", "pyk8s://https://k8s.example:6443", "--deploy-mode", "cluster"]
+    for conf in ("spark.kubernetes.container.image=spark:py", "spark.kubernetes.namespace=team", *confs):
+        argv += ["--conf", conf]
+    sub = build_submission(parse_submit_args([*argv, str(app)]), {})
+    return plan_cluster(sub, IN_CLUSTER_MASTER, api_url="https://k8s.example:6443", environ=environ)
+
+
+def _hadoop_mount(pod: Obj) -> tuple[str | None, str | None]:
+    container = pod["spec"]["containers"][0]
+    volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    mounted = [m for m in container["volumeMounts"] if m["mountPath"] == "/opt/hadoop/conf"]
+    name = volumes["hadoop-properties"]["configMap"]["name"] if mounted else None
+    return name, env.get("HADOOP_CONF_DIR")
+
+
+def test_hadoop_conf_dir_files_ship_in_a_config_map_mounted_on_driver_and_executors(tmp_path: Path) -> None:
+    conf_dir = tmp_path / "hadoop"
+    conf_dir.mkdir()
+    (conf_dir / "core-site.xml").write_text("<configuration/>\n")
+    (conf_dir / "hdfs-site.xml").write_text("<configuration><x/></configuration>\n")
+    (conf_dir / "sub").mkdir()  # directories are not shipped, as in Spark
+    plan = _plan_env(tmp_path, {"HADOOP_CONF_DIR": str(conf_dir)})
+    body = plan.hadoop_config_map
+    assert body is not None
+    name = body["metadata"]["name"]
+    assert name.endswith("-hadoop-config")
+    assert set(body["data"]) == {"core-site.xml", "hdfs-site.xml"}
+    assert _hadoop_mount(plan.pod) == (name, "/opt/hadoop/conf")
+    assert plan.properties["spark.kubernetes.executor.hadoopConfigMapName"] == name
+    created = {**plan.pod, "metadata": {**plan.pod["metadata"], "uid": "u-9"}}
+    owned = plan.owned_hadoop_config_map(created)
+    assert owned is not None and owned["metadata"]["ownerReferences"][0]["uid"] == "u-9"
+    # The executors the driver will create mount the same ConfigMap.
+
+    conf = KubernetesConf.from_spark_conf(plan.properties)
+    executor = ExecutorPodBuilder(conf, facts=FACTS).build(_request(conf)).pod
+    assert _hadoop_mount(executor) == (name, "/opt/hadoop/conf")
+
+
+def test_a_named_hadoop_config_map_is_mounted_and_nothing_is_created(tmp_path: Path) -> None:
+    plan = _plan_env(
+        tmp_path, {"HADOOP_CONF_DIR": "/ignored"}, "spark.kubernetes.hadoop.configMapName=site-hadoop"
+    )
+    assert plan.hadoop_config_map is None
+    assert _hadoop_mount(plan.pod) == ("site-hadoop", "/opt/hadoop/conf")
+    assert plan.properties["spark.kubernetes.executor.hadoopConfigMapName"] == "site-hadoop"
+
+
+def test_without_hadoop_settings_nothing_is_mounted(tmp_path: Path) -> None:
+    plan = _plan_env(tmp_path, {})
+    assert plan.hadoop_config_map is None
+    assert _hadoop_mount(plan.pod) == (None, None)
+
+
+def test_a_missing_hadoop_conf_dir_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    from k8s_backend.cli.common.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"HADOOP_CONF_DIR=.*is not a directory"):
+        _plan_env(tmp_path, {"HADOOP_CONF_DIR": str(tmp_path / "nope")})
+    binary = tmp_path / "bin-conf"
+    binary.mkdir()
+    (binary / "blob").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(UsageError, match=r"cannot ship blob"):
+        _plan_env(tmp_path, {"HADOOP_CONF_DIR": str(binary)})
+
+
+def test_client_mode_executors_mount_the_named_hadoop_config_map() -> None:
+
+    conf = KubernetesConf.from_spark_conf(
+        {"spark.kubernetes.hadoop.configMapName": "site-hadoop", "spark.kubernetes.container.image": "i"}
+    )
+    pod = ExecutorPodBuilder(conf, facts=FACTS).build(_request(conf)).pod
+    assert _hadoop_mount(pod) == ("site-hadoop", "/opt/hadoop/conf")
+
+
+def _request(conf: KubernetesConf) -> ExecutorPodRequest:
+    return ExecutorPodRequest(
+        executor_id=1,
+        app_id=APP_ID,
+        driver_url="spark://CoarseGrainedScheduler@driver:7078",
+        pod_name_prefix="app",
+        resource_profile=conf.executor.default_profile,
+    )
