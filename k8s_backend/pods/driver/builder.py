@@ -17,7 +17,12 @@ from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.driver.hadoop import DriverHadoopConfStep
 from k8s_backend.pods.driver.step import DriverContext, DriverFeatureStep
-from k8s_backend.pods.driver.steps import DriverEnvSecretsStep, DriverMountSecretsStep, DriverVolumesStep
+from k8s_backend.pods.driver.steps import (
+    DriverEnvSecretsStep,
+    DriverLocalDirsStep,
+    DriverMountSecretsStep,
+    DriverVolumesStep,
+)
 from k8s_backend.pods.step import SparkPod
 from k8s_backend.pods.user_steps import resolve_step_class
 
@@ -31,6 +36,7 @@ _SPARK_NAMES: dict[str, type] = {
     f"{_SPARK_FEATURES}EnvSecretsFeatureStep": DriverEnvSecretsStep,
     f"{_SPARK_FEATURES}MountVolumesFeatureStep": DriverVolumesStep,
     f"{_SPARK_FEATURES}HadoopConfDriverFeatureStep": DriverHadoopConfStep,
+    f"{_SPARK_FEATURES}LocalDirsFeatureStep": DriverLocalDirsStep,
 }
 _JVM_ROOTS = ("org.", "com.", "io.", "net.")
 
@@ -46,6 +52,7 @@ def driver_steps(properties: Mapping[str, str]) -> list[DriverFeatureStep]:
         DriverEnvSecretsStep(properties),
         DriverVolumesStep(properties),
         DriverHadoopConfStep(properties),
+        DriverLocalDirsStep(properties),
     ]
 
 

@@ -3,7 +3,7 @@ MountVolumesFeatureStep, reading the ``spark.kubernetes.driver.*`` families."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from k8s_backend.conf.model import VolumeSpec
 from k8s_backend.conf.parse_pod import secret_env, secret_mounts
@@ -20,11 +20,14 @@ from k8s_backend.pods.constants import (
 from k8s_backend.pods.driver.step import DriverContext
 from k8s_backend.pods.objects import add_volume_mounts, add_volumes, upsert_env, volume_mount
 from k8s_backend.pods.step import SparkPod
+from k8s_backend.pods.steps.local_dirs import generated_local_dir, with_local_dirs
 
 SECRETS_PREFIX = "spark.kubernetes.driver.secrets."
 SECRET_KEY_REF_PREFIX = "spark.kubernetes.driver.secretKeyRef."
 VOLUMES_PREFIX = "spark.kubernetes.driver.volumes."
 LEGACY_ACCESS_MODE_KEY = "spark.kubernetes.legacy.useReadWriteOnceAccessMode"
+LOCAL_DIRS_KEY = "spark.local.dir"
+TMPFS_KEY = "spark.kubernetes.local.dirs.tmpfs"
 
 
 class DriverMountSecretsStep:
@@ -153,3 +156,25 @@ def _mount(spec: VolumeSpec) -> Obj:
     if spec.mount_sub_path_expr:
         mount["subPathExpr"] = spec.mount_sub_path_expr
     return mount
+
+
+class DriverLocalDirsStep:
+    """Spark's LocalDirsFeatureStep on the driver: ``spark.local.dir`` (else a generated
+    ``/var/data/spark-<uuid>``) backed by emptyDir volumes (in memory with
+    ``spark.kubernetes.local.dirs.tmpfs``) unless a volume named ``spark-local-dir-*`` is mounted
+    already; ``SPARK_LOCAL_DIRS`` lists them."""
+
+    def __init__(
+        self, properties: Mapping[str, str], default_local_dir: Callable[[], str] = generated_local_dir
+    ) -> None:
+        self._configured = [d.strip() for d in properties.get(LOCAL_DIRS_KEY, "").split(",") if d.strip()]
+        self._tmpfs = parse_bool(properties.get(TMPFS_KEY, "false"), key=TMPFS_KEY)
+        self._default_local_dir = default_local_dir
+
+    def configure_pod(self, pod: SparkPod, ctx: DriverContext) -> SparkPod:
+        return with_local_dirs(
+            pod, self._configured, tmpfs=self._tmpfs, default_local_dir=self._default_local_dir
+        )
+
+    def additional_resources(self, ctx: DriverContext) -> Sequence[Obj]:
+        return ()

@@ -222,7 +222,7 @@ def test_a_built_in_driver_step_can_be_excluded_by_spark_class_name() -> None:
         ),
     }
     pod, _ = DriverPodBuilder(props).build(base(), ctx(props))
-    assert "volumeMounts" not in pod.container
+    assert [m["name"] for m in pod.container["volumeMounts"]] == ["spark-local-dir-1"]  # no s-volume
 
 
 # Through cluster mode: what a submission with these keys creates.
@@ -374,3 +374,37 @@ def _request(conf: KubernetesConf) -> ExecutorPodRequest:
         pod_name_prefix="app",
         resource_profile=conf.executor.default_profile,
     )
+
+
+def test_driver_local_dirs_are_emptydirs_listed_in_spark_local_dirs() -> None:
+    from k8s_backend.pods.driver.steps import DriverLocalDirsStep
+
+    props = {"spark.local.dir": "/tmp/a, /tmp/b", "spark.kubernetes.local.dirs.tmpfs": "true"}
+    pod = DriverLocalDirsStep(props).configure_pod(base(), ctx(props))
+    assert pod.pod["spec"]["volumes"][1:] == [
+        {"name": "spark-local-dir-1", "emptyDir": {"medium": "Memory"}},
+        {"name": "spark-local-dir-2", "emptyDir": {"medium": "Memory"}},
+    ]
+    assert [m["mountPath"] for m in pod.container["volumeMounts"]] == ["/tmp/a", "/tmp/b"]
+    assert pod.container["env"] == [{"name": "SPARK_LOCAL_DIRS", "value": "/tmp/a,/tmp/b"}]
+    generated = DriverLocalDirsStep({}, lambda: "/var/data/spark-x").configure_pod(base(), ctx({}))
+    assert generated.container["env"] == [{"name": "SPARK_LOCAL_DIRS", "value": "/var/data/spark-x"}]
+    assert generated.pod["spec"]["volumes"][1:] == [{"name": "spark-local-dir-1", "emptyDir": {}}]
+
+
+def test_a_driver_volume_named_as_a_local_dir_backs_it_instead(tmp_path: Path) -> None:
+    v = "spark.kubernetes.driver.volumes.persistentVolumeClaim.spark-local-dir-1."
+    plan = _plan(tmp_path, f"{v}mount.path=/scratch", f"{v}options.claimName=scratch-claim")
+    container = plan.pod["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["SPARK_LOCAL_DIRS"] == "/scratch"
+    assert not any(
+        v.get("emptyDir") is not None and v["name"].startswith("spark-local-dir")
+        for v in plan.pod["spec"]["volumes"]
+    )
+
+
+def test_a_bad_tmpfs_value_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigError) as error:
+        DriverPodBuilder({"spark.kubernetes.local.dirs.tmpfs": "sometimes"})
+    assert error.value.key == "spark.kubernetes.local.dirs.tmpfs"
