@@ -290,6 +290,35 @@ def _basic_driver_pod(
     credential files (its items ``mounted``), mounted read-only, ``secret_conf_secret`` the one holding
     its secret properties (see :mod:`k8s_backend.cli.common.driver_token`)."""
     pod, container, index = _template(properties)
+    _pod_settings(pod, properties, names, app_name)
+    _container_settings(container, properties, image, args)
+    env = _env(properties, names.app_id)
+    if token_secret:
+        env += driver_token.mounted_env(mounted)
+    if secret_conf_secret:
+        env.append(driver_token.secret_conf_env(secret_conf_secret))
+    upsert_named(container, "env", env)
+    mounts: list[Obj] = [{"name": CONF_VOLUME, "mountPath": SPARK_CONF_DIR_INTERNAL}]
+    volumes: list[Obj] = [
+        {"name": CONF_VOLUME, "configMap": {"name": names.config_map, "items": conf_items(data, files)}}
+    ]
+    if files.shipped:
+        mounts.append({"name": FILES_VOLUME, "mountPath": APP_FILES_DIR, "readOnly": True})
+        volumes.append(
+            {"name": FILES_VOLUME, "configMap": {"name": names.config_map, "items": file_items(files)}}
+        )
+    if token_secret:
+        mounts.append(driver_token.volume_mount())
+        volumes.append(driver_token.volume(token_secret, mounted))
+    add_volume_mounts(container, mounts)
+    add_volumes(pod, volumes)
+    pod["apiVersion"] = "v1"
+    pod["kind"] = "Pod"
+    return pod, container, index
+
+
+def _pod_settings(pod: Obj, properties: Mapping[str, str], names: DriverNames, app_name: str) -> None:
+    """Metadata, restart policy, service account, node selector, pull secrets and scheduler."""
     meta = section(pod, "metadata")
     meta["name"] = names.pod
     meta["namespace"] = names.namespace
@@ -320,6 +349,12 @@ def _basic_driver_pod(
     )
     if scheduler:
         spec["schedulerName"] = scheduler
+
+
+def _container_settings(
+    container: Obj, properties: Mapping[str, str], image: str, args: Sequence[str]
+) -> None:
+    """Name, image, arguments, security context, ports and resources of the Spark container."""
     resources = driver_resources(properties)
     ports = driver_ports(properties)
     container["name"] = container.get("name") or DRIVER_CONTAINER_NAME
@@ -335,12 +370,6 @@ def _basic_driver_pod(
     # template's securityContext is kept).
     security = section(container, "securityContext")
     security["allowPrivilegeEscalation"] = _allow_privilege_escalation(properties)
-    env = _env(properties, names.app_id)
-    if token_secret:
-        env += driver_token.mounted_env(mounted)
-    if secret_conf_secret:
-        env.append(driver_token.secret_conf_env(secret_conf_secret))
-    upsert_named(container, "env", env)
     upsert_named(
         container,
         "ports",
@@ -356,23 +385,6 @@ def _basic_driver_pod(
     if resources.cpu_limit:
         limits["cpu"] = resources.cpu_limit
     container["resources"] = {**current, "requests": requests, "limits": limits}
-    mounts: list[Obj] = [{"name": CONF_VOLUME, "mountPath": SPARK_CONF_DIR_INTERNAL}]
-    volumes: list[Obj] = [
-        {"name": CONF_VOLUME, "configMap": {"name": names.config_map, "items": conf_items(data, files)}}
-    ]
-    if files.shipped:
-        mounts.append({"name": FILES_VOLUME, "mountPath": APP_FILES_DIR, "readOnly": True})
-        volumes.append(
-            {"name": FILES_VOLUME, "configMap": {"name": names.config_map, "items": file_items(files)}}
-        )
-    if token_secret:
-        mounts.append(driver_token.volume_mount())
-        volumes.append(driver_token.volume(token_secret, mounted))
-    add_volume_mounts(container, mounts)
-    add_volumes(pod, volumes)
-    pod["apiVersion"] = "v1"
-    pod["kind"] = "Pod"
-    return pod, container, index
 
 
 def _allow_privilege_escalation(properties: Mapping[str, str]) -> bool:
