@@ -72,7 +72,10 @@ def label_key_problem(key: str) -> str | None:
     limit = names.QUALIFIED_NAME_MAX_LENGTH
     if len(name) > limit:
         return f"must have a name of at most {limit} characters (it has {len(name)})"
-    return "must have a name of letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+    return (
+        "must have a name of letters, digits, '-', '_' and '.', "
+        "starting and ending with a letter or digit"
+    )
 
 
 def label_value_problem(value: str) -> str | None:
