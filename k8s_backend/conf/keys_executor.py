@@ -22,7 +22,6 @@ from k8s_backend.conf.spec import (
 POD_NAME_PREFIX_MAX = 237
 
 
-
 def _pod_name_prefix_problem(text: str) -> str | None:
     problem = syntax.dns_subdomain_problem(text, POD_NAME_PREFIX_MAX)
     if problem is None and "." in text:
@@ -242,8 +241,19 @@ MISC_KEYS: tuple[Key, ...] = (
         "spark.executor.extraJavaOptions",
         Kind.STRING,
         None,
-        "Extra executor JVM options (`SPARK_JAVA_OPT_<n>` environment variables).",
+        "Extra executor JVM options (`SPARK_JAVA_OPT_<n>` environment variables), after "
+        "`spark.executor.defaultJavaOptions`.",
         field="executor.extra_java_options",
+        custom=True,
+    ),
+    Key(
+        "spark.executor.defaultJavaOptions",
+        Kind.STRING,
+        None,
+        "JVM options meant for administrators: prepended to `spark.executor.extraJavaOptions`, as Spark "
+        "does (its ConfigEntry's prependedKey).",
+        field="executor.extra_java_options",
+        custom=True,
     ),
     Key(
         "spark.executor.extraClassPath",

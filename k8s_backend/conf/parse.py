@@ -31,6 +31,7 @@ from k8s_backend.conf.model import (
     SnapshotsConf,
 )
 from k8s_backend.conf.parse_volumes import parse_volumes
+from k8s_backend.conf.refused import check_refused
 from k8s_backend.conf.spec import Use
 from k8s_backend.conf.units import cpu_millis
 from k8s_backend.errors import ConfigError
@@ -46,12 +47,14 @@ def parse_spark_conf(conf: object) -> KubernetesConf:
     """Read and check Spark properties: a ``Mapping[str, str]`` or anything with ``getAll()`` (SparkConf)."""
     props = read_properties(conf)
     warn_unknown_keys(props)
+    check_refused(props)
     reader = Reader(props)
     values = reader.simple_fields()
     app_id = values.get("app_id")
     values.update(
         {
             "executor.image": _executor_image(reader),
+            "executor.extra_java_options": _java_options(reader),
             "executor.labels": parse_pod.pod_labels(props, app_id),
             "executor.annotations": parse_pod.pod_annotations(props),
             "executor.node_selector": parse_pod.node_selector(props),
@@ -198,6 +201,16 @@ def _executor_image(reader: Reader) -> str | None:
             ) from error
         image = image.replace(SPARK_VERSION_PLACEHOLDER, version)
     return image
+
+
+def _java_options(reader: Reader) -> str:
+    """``defaultJavaOptions`` then ``extraJavaOptions``, joined by a space, as Spark's prepended
+    ConfigEntry does (either alone when the other is unset)."""
+    parts = (
+        reader.value("spark.executor.defaultJavaOptions"),
+        reader.value("spark.executor.extraJavaOptions"),
+    )
+    return " ".join(part for part in parts if part)
 
 
 def _api_master(reader: Reader) -> str:

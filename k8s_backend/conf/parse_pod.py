@@ -140,11 +140,12 @@ def environment(props: Mapping[str, str]) -> dict[str, str]:
     return kept
 
 
-def secret_mounts(props: Mapping[str, str]) -> dict[str, str]:
-    """``spark.kubernetes.executor.secrets.<secret>=<path>``: Secret name to mount path."""
-    found = with_prefix(props, SECRETS_PREFIX)
+def secret_mounts(props: Mapping[str, str], prefix: str = SECRETS_PREFIX) -> dict[str, str]:
+    """``spark.kubernetes.executor.secrets.<secret>=<path>`` (or the driver's ``prefix``): Secret name to
+    mount path."""
+    found = with_prefix(props, prefix)
     for name, path in found.items():
-        full_key = SECRETS_PREFIX + name
+        full_key = prefix + name
         problem = syntax.dns_subdomain_problem(name)
         if problem is None:
             # Spark names the volume "<secret>-volume", which must be a DNS-1123 label.
@@ -158,11 +159,12 @@ def secret_mounts(props: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
-def secret_env(props: Mapping[str, str]) -> dict[str, str]:
-    """``spark.kubernetes.executor.secretKeyRef.<ENV>=<secret>:<key>``: env name to ``secret:key``."""
-    found = with_prefix(props, SECRET_KEY_REF_PREFIX)
+def secret_env(props: Mapping[str, str], prefix: str = SECRET_KEY_REF_PREFIX) -> dict[str, str]:
+    """``spark.kubernetes.executor.secretKeyRef.<ENV>=<secret>:<key>`` (or the driver's ``prefix``): env
+    name to ``secret:key``."""
+    found = with_prefix(props, prefix)
     for env, ref in found.items():
-        full_key = SECRET_KEY_REF_PREFIX + env
+        full_key = prefix + env
         if not syntax.is_env_name(env):
             raise _invalid(
                 full_key, ref, f"{env!r} is not an environment variable name ({syntax.ENV_NAME_PATTERN})"

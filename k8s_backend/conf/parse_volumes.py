@@ -52,37 +52,37 @@ _LABEL = "label."
 _ANNOTATION = "annotation."
 
 
-def parse_volumes(props: Mapping[str, str]) -> tuple[VolumeSpec, ...]:
-    """Every executor volume, sorted by type then name (which fixes the on-demand claim indexes)."""
+def parse_volumes(props: Mapping[str, str], prefix: str = VOLUMES_PREFIX) -> tuple[VolumeSpec, ...]:
+    """Every executor volume (the driver's with ``prefix="spark.kubernetes.driver.volumes."``), sorted by
+    type then name (which fixes the on-demand claim indexes)."""
     grouped: dict[tuple[str, str], dict[str, str]] = {}
-    for rest, value in with_prefix(props, VOLUMES_PREFIX).items():
+    for rest, value in with_prefix(props, prefix).items():
         parts = rest.split(".", 2)
         if len(parts) < 2:
             log.warning(
                 "Spark property %s%s is ignored: volumes are set with %s<type>.<name>.<option>",
-                VOLUMES_PREFIX,
+                prefix,
                 rest,
-                VOLUMES_PREFIX,
+                prefix,
             )
             continue
         options = grouped.setdefault((parts[0], parts[1]), {})
         if len(parts) == 3:
             options[parts[2]] = value
-    volumes = tuple(_volume(kind, name, options) for (kind, name), options in sorted(grouped.items()))
+    volumes = tuple(_volume(kind, name, options, prefix) for (kind, name), options in sorted(grouped.items()))
     duplicated = [path for path, count in Counter(v.mount_path for v in volumes).items() if count > 1]
     if duplicated:
         listed = ", ".join(f"'{path}'" for path in sorted(duplicated))
         raise ConfigError(
-            f"Found duplicated mountPath: {listed}; "
-            f"each {VOLUMES_PREFIX}<type>.<name>.mount.path must differ",
-            key=VOLUMES_PREFIX,
+            f"Found duplicated mountPath: {listed}; each {prefix}<type>.<name>.mount.path must differ",
+            key=prefix,
             value=duplicated[0],
         )
     return volumes
 
 
-def _volume(kind: str, name: str, options: dict[str, str]) -> VolumeSpec:
-    base = f"{VOLUMES_PREFIX}{kind}.{name}"
+def _volume(kind: str, name: str, options: dict[str, str], prefix: str) -> VolumeSpec:
+    base = f"{prefix}{kind}.{name}"
     if kind not in _TYPE_OPTIONS:
         raise ConfigError(
             f"{base}.*: Kubernetes Volume type `{kind}` is not supported; use one of "

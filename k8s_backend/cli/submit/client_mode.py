@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from urllib.parse import urlsplit
@@ -138,8 +138,36 @@ def run_client(
     """Run the application here; returns its exit code. ``verbose``: tracebacks of the failures
     k8s_backend explains in one line are printed too."""
     check_cluster(sub, connect)
+    unused = cluster_only_keys(sub.properties)
+    if unused:
+        console.warning(
+            "client mode builds no driver pod, so these driver pod settings do nothing (they act in "
+            f"--deploy-mode cluster): {', '.join(unused)}"
+        )
     with fetched(sub) as sub:
         return _run_driver(sub, console, runtime or pyspark_runtime(verbose=verbose), verbose)
+
+
+# Keys (or families) only the cluster-mode driver pod builder reads.
+_CLUSTER_ONLY = (
+    "spark.kubernetes.driver.secrets.",
+    "spark.kubernetes.driver.secretKeyRef.",
+    "spark.kubernetes.driver.volumes.",
+    "spark.kubernetes.driver.pod.featureSteps",
+    "spark.kubernetes.driver.pod.excludedFeatureSteps",
+    "spark.kubernetes.driver.podTemplateFile",
+    "spark.kubernetes.driver.service.ipFamilies",
+    "spark.kubernetes.driver.service.ipFamilyPolicy",
+    "spark.kubernetes.driver.service.publishNotReadyAddresses",
+)
+
+
+def cluster_only_keys(properties: Mapping[str, str]) -> list[str]:
+    """The driver pod keys set for a client-mode driver outside a pod (inside the cluster-mode driver's
+    pod, ``spark.kubernetes.submitInDriver`` is set and they were acted on already)."""
+    if properties.get("spark.kubernetes.submitInDriver") == "true":
+        return []
+    return sorted(k for k in properties if k.startswith(_CLUSTER_ONLY))
 
 
 def _run_driver(sub: Submission, console: Console, runtime: DriverRuntime, verbose: bool) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,12 +47,31 @@ from k8s_backend.cli.submit.driver_reach import LOOPBACK_HOSTS, driver_master, s
 from k8s_backend.cli.submit.hints import manage_command
 from k8s_backend.cli.submit.submission import Submission
 from k8s_backend.conf.model import redacted
+from k8s_backend.errors import ConfigError
 from k8s_backend.kube.labels import DRIVER_POD_ANNOTATION
 from k8s_backend.kube.masters import pyk8s_url
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS, SERVICES, ApiError, NotFoundError, Obj, Resource
+from k8s_backend.kube.port import (
+    CONFIG_MAPS,
+    PODS,
+    PVCS,
+    SECRETS,
+    SERVICES,
+    ApiError,
+    NotFoundError,
+    Obj,
+    Resource,
+)
 from k8s_backend.pods.config_map import default_conf_dir, java_properties
+from k8s_backend.pods.constants import ENV_HADOOP_CONF_DIR
+from k8s_backend.pods.driver.hadoop import (
+    EXECUTOR_HADOOP_CONFIG_MAP_KEY,
+    HADOOP_CONFIG_MAP_KEY,
+    hadoop_config_map,
+    read_hadoop_conf_dir,
+)
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
 from k8s_backend.pods.names import unique_id as new_unique_id
+from k8s_backend.pods.objects import owner_reference
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +82,6 @@ NEEDS = (
     Permission("watch", PODS),
     Permission("delete", PODS),
 )
-
 
 
 @attrs.frozen
@@ -78,6 +97,22 @@ class ClusterPlan:
     secret_conf: str | None = attrs.field(default=None, repr=False)  # secret properties, for its Secret
     # Credential files (Secret item name -> content: a kubeconfig's CA, client certificate and key).
     files: dict[str, bytes] = attrs.field(factory=dict, repr=False)
+    # On-demand claims of spark.kubernetes.driver.volumes.*, created after the pod and owned by it.
+    claims: tuple[Obj, ...] = ()
+    # The ConfigMap of $HADOOP_CONF_DIR's files, when shipped (created after the pod, owned by it).
+    hadoop_config_map: Obj | None = attrs.field(default=None, repr=False)
+
+    def owned_hadoop_config_map(self, created_pod: Obj) -> Obj | None:
+        body = self.hadoop_config_map
+        if body is None:
+            return None
+        return {**body, "metadata": {**body["metadata"], "ownerReferences": [owner_reference(created_pod)]}}
+
+    def owned_claims(self, created_pod: Obj) -> list[Obj]:
+        return [
+            {**claim, "metadata": {**claim["metadata"], "ownerReferences": [owner_reference(created_pod)]}}
+            for claim in self.claims
+        ]
 
     def service(self, created_pod: Obj) -> Obj:
         return driver_pod.build_service(self.properties, self.names, created_pod)
@@ -105,7 +140,8 @@ class ClusterPlan:
     @property
     def needs(self) -> tuple[Permission, ...]:
         """The permissions creating this plan takes."""
-        return (*NEEDS, Permission("create", SECRETS)) if self._needs_secret else NEEDS
+        needs = (*NEEDS, Permission("create", SECRETS)) if self._needs_secret else NEEDS
+        return (*needs, Permission("create", PVCS)) if self.claims else needs
 
     def config_map(self, created_pod: Obj) -> Obj:
         return driver_pod.build_config_map(self.names, created_pod, self.data, self.binary)
@@ -199,6 +235,7 @@ def plan_cluster(
     )
     if is_dns1123_subdomain(prefix) and len(prefix) <= 237:
         properties.setdefault("spark.kubernetes.executor.podNamePrefix", prefix)
+    hadoop_map = _hadoop_conf(properties, names, os.environ if environ is None else environ)
     conf = to_kubernetes_conf(properties)  # the driver will read these: check them now
     executor_preview.check_executors(conf, app_id=names.app_id)  # and build an executor pod as it will
     token, token_file_key = driver_token.move_token_to_file(properties)
@@ -225,7 +262,9 @@ def plan_cluster(
     )
     mounted = [driver_token.TOKEN_KEY] if token is not None else []
     mounted += list(files)
-    pod = driver_pod.build_driver_pod(
+    # Checked before anything is created: the Service's settings too.
+    driver_pod.build_service(properties, names, {})
+    pod, claims = driver_pod.build_driver(
         properties,
         names,
         app_name=sub.app_name,
@@ -237,7 +276,31 @@ def plan_cluster(
         secret_conf_secret=names.token_secret if secret_conf is not None else None,
         mounted=mounted,
     )
-    return ClusterPlan(names, pod, properties, data, binary, token, secret_conf, files)
+    return ClusterPlan(
+        names, pod, properties, data, binary, token, secret_conf, files, tuple(claims), hadoop_map
+    )
+
+
+def _hadoop_conf(
+    properties: dict[str, str], names: driver_pod.DriverNames, environ: Mapping[str, str]
+) -> Obj | None:
+    """As Spark's HadoopConfDriverFeatureStep: the named ConfigMap, else one of ``$HADOOP_CONF_DIR``'s
+    files; the driver step and the executors mount it through the internal executor key. Returns the
+    ConfigMap to create, if any."""
+    named = properties.get(HADOOP_CONFIG_MAP_KEY)
+    conf_dir = environ.get(ENV_HADOOP_CONF_DIR)
+    if named:
+        properties[EXECUTOR_HADOOP_CONFIG_MAP_KEY] = named
+        return None
+    if not conf_dir:
+        return None
+    try:
+        data = read_hadoop_conf_dir(conf_dir)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    name = names.config_map.removesuffix("-conf-map") + "-hadoop-config"
+    properties[EXECUTOR_HADOOP_CONFIG_MAP_KEY] = name
+    return hadoop_config_map(name, names.namespace, driver_pod.app_labels(names.app_id), data)
 
 
 # Not in the driver's properties: passed as arguments, or how this machine reaches the cluster (a local
@@ -265,6 +328,8 @@ def create_objects(connection: Connection, plan: ClusterPlan, console: Console) 
             (SERVICES, plan.service(pod)),
             (SECRETS, plan.secret(pod)),
             (CONFIG_MAPS, plan.config_map(pod)),
+            (CONFIG_MAPS, plan.owned_hadoop_config_map(pod)),
+            *((PVCS, claim) for claim in plan.owned_claims(pod)),
         )
         for resource, body in owned:
             if body is None:

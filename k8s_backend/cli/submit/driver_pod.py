@@ -35,8 +35,11 @@ from k8s_backend.pods.constants import (
     SPARK_ROLE_LABEL,
     SPARK_VERSION_LABEL,
 )
+from k8s_backend.pods.driver import DriverContext, DriverFeatureStep, DriverPodBuilder
+from k8s_backend.pods.driver.service import service_spec_settings
 from k8s_backend.pods.names import app_name_label
 from k8s_backend.pods.objects import add_volume_mounts, add_volumes, owner_reference, section, upsert_named
+from k8s_backend.pods.step import SparkPod
 from k8s_backend.pods.template import read_template_file, select_spark_container
 
 DRIVER_CONTAINER_NAME = "spark-kubernetes-driver"
@@ -205,11 +208,117 @@ def build_driver_pod(
     secret_conf_secret: str | None = None,
     mounted: Sequence[str] = (driver_token.TOKEN_KEY,),
 ) -> Obj:
-    """The driver pod: the template (if any), then Spark's settings on top; ``token_secret`` names the
-    Secret holding the driver's API token and credential files (its items ``mounted``), mounted
-    read-only, ``secret_conf_secret`` the one holding its secret properties (see
-    :mod:`k8s_backend.cli.common.driver_token`)."""
+    """The driver pod of :func:`build_driver` (without the claims to create with it)."""
+    return build_driver(
+        properties,
+        names,
+        app_name=app_name,
+        image=image,
+        args=args,
+        files=files,
+        data=data,
+        token_secret=token_secret,
+        secret_conf_secret=secret_conf_secret,
+        mounted=mounted,
+    )[0]
+
+
+def build_driver(
+    properties: Mapping[str, str],
+    names: DriverNames,
+    *,
+    app_name: str,
+    image: str,
+    args: Sequence[str],
+    files: DriverFiles,
+    data: Mapping[str, str],
+    token_secret: str | None = None,
+    secret_conf_secret: str | None = None,
+    mounted: Sequence[str] = (driver_token.TOKEN_KEY,),
+    steps: Sequence[DriverFeatureStep] = (),
+) -> tuple[Obj, list[Obj]]:
+    """The driver pod, and the PersistentVolumeClaims to create once it exists (owned by it): the basic
+    pod (:func:`_basic_driver_pod`), then the driver's feature steps (:mod:`k8s_backend.pods.driver`:
+    secrets, secretKeyRef env, volumes, then the user's ``steps``). A configuration problem is a
+    :class:`UsageError` naming the key."""
+    try:
+        builder = DriverPodBuilder(properties, steps)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    pod, container, index = _basic_driver_pod(
+        properties,
+        names,
+        app_name=app_name,
+        image=image,
+        args=args,
+        files=files,
+        data=data,
+        token_secret=token_secret,
+        secret_conf_secret=secret_conf_secret,
+        mounted=mounted,
+    )
+    ctx = DriverContext(
+        properties=properties, app_id=names.app_id, pod_name=names.pod, namespace=names.namespace
+    )
+    built, claims = builder.build(SparkPod(pod, container), ctx)
+    pod = built.pod
+    spec = section(pod, "spec")
+    containers = list(spec.get("containers") or [])
+    containers.insert(min(index, len(containers)), built.container)
+    spec["containers"] = containers
+    for claim in claims:
+        claim["metadata"]["namespace"] = names.namespace
+    return pod, claims
+
+
+def _basic_driver_pod(
+    properties: Mapping[str, str],
+    names: DriverNames,
+    *,
+    app_name: str,
+    image: str,
+    args: Sequence[str],
+    files: DriverFiles,
+    data: Mapping[str, str],
+    token_secret: str | None = None,
+    secret_conf_secret: str | None = None,
+    mounted: Sequence[str] = (driver_token.TOKEN_KEY,),
+) -> tuple[Obj, Obj, int]:
+    """Spark's BasicDriverFeatureStep with the template and credentials: the pod without its Spark
+    container, that container, and its index among the template's containers. The template (if any),
+    then Spark's settings on top; ``token_secret`` names the Secret holding the driver's API token and
+    credential files (its items ``mounted``), mounted read-only, ``secret_conf_secret`` the one holding
+    its secret properties (see :mod:`k8s_backend.cli.common.driver_token`)."""
     pod, container, index = _template(properties)
+    _pod_settings(pod, properties, names, app_name)
+    _container_settings(container, properties, image, args)
+    env = _env(properties, names.app_id)
+    if token_secret:
+        env += driver_token.mounted_env(mounted)
+    if secret_conf_secret:
+        env.append(driver_token.secret_conf_env(secret_conf_secret))
+    upsert_named(container, "env", env)
+    mounts: list[Obj] = [{"name": CONF_VOLUME, "mountPath": SPARK_CONF_DIR_INTERNAL}]
+    volumes: list[Obj] = [
+        {"name": CONF_VOLUME, "configMap": {"name": names.config_map, "items": conf_items(data, files)}}
+    ]
+    if files.shipped:
+        mounts.append({"name": FILES_VOLUME, "mountPath": APP_FILES_DIR, "readOnly": True})
+        volumes.append(
+            {"name": FILES_VOLUME, "configMap": {"name": names.config_map, "items": file_items(files)}}
+        )
+    if token_secret:
+        mounts.append(driver_token.volume_mount())
+        volumes.append(driver_token.volume(token_secret, mounted))
+    add_volume_mounts(container, mounts)
+    add_volumes(pod, volumes)
+    pod["apiVersion"] = "v1"
+    pod["kind"] = "Pod"
+    return pod, container, index
+
+
+def _pod_settings(pod: Obj, properties: Mapping[str, str], names: DriverNames, app_name: str) -> None:
+    """Metadata, restart policy, service account, node selector, pull secrets and scheduler."""
     meta = section(pod, "metadata")
     meta["name"] = names.pod
     meta["namespace"] = names.namespace
@@ -240,6 +349,12 @@ def build_driver_pod(
     )
     if scheduler:
         spec["schedulerName"] = scheduler
+
+
+def _container_settings(
+    container: Obj, properties: Mapping[str, str], image: str, args: Sequence[str]
+) -> None:
+    """Name, image, arguments, security context, ports and resources of the Spark container."""
     resources = driver_resources(properties)
     ports = driver_ports(properties)
     container["name"] = container.get("name") or DRIVER_CONTAINER_NAME
@@ -255,12 +370,6 @@ def build_driver_pod(
     # template's securityContext is kept).
     security = section(container, "securityContext")
     security["allowPrivilegeEscalation"] = _allow_privilege_escalation(properties)
-    env = _env(properties, names.app_id)
-    if token_secret:
-        env += driver_token.mounted_env(mounted)
-    if secret_conf_secret:
-        env.append(driver_token.secret_conf_env(secret_conf_secret))
-    upsert_named(container, "env", env)
     upsert_named(
         container,
         "ports",
@@ -276,26 +385,6 @@ def build_driver_pod(
     if resources.cpu_limit:
         limits["cpu"] = resources.cpu_limit
     container["resources"] = {**current, "requests": requests, "limits": limits}
-    mounts: list[Obj] = [{"name": CONF_VOLUME, "mountPath": SPARK_CONF_DIR_INTERNAL}]
-    volumes: list[Obj] = [
-        {"name": CONF_VOLUME, "configMap": {"name": names.config_map, "items": conf_items(data, files)}}
-    ]
-    if files.shipped:
-        mounts.append({"name": FILES_VOLUME, "mountPath": APP_FILES_DIR, "readOnly": True})
-        volumes.append(
-            {"name": FILES_VOLUME, "configMap": {"name": names.config_map, "items": file_items(files)}}
-        )
-    if token_secret:
-        mounts.append(driver_token.volume_mount())
-        volumes.append(driver_token.volume(token_secret, mounted))
-    add_volume_mounts(container, mounts)
-    add_volumes(pod, volumes)
-    containers = list(spec.get("containers") or [])
-    containers.insert(min(index, len(containers)), container)
-    spec["containers"] = containers
-    pod["apiVersion"] = "v1"
-    pod["kind"] = "Pod"
-    return pod
 
 
 def _allow_privilege_escalation(properties: Mapping[str, str]) -> bool:
@@ -311,8 +400,13 @@ def _allow_privilege_escalation(properties: Mapping[str, str]) -> bool:
 
 
 def build_service(properties: Mapping[str, str], names: DriverNames, driver_pod: Obj) -> Obj:
-    """The headless Service executors reach the driver through, owned by the driver pod."""
+    """The headless Service executors reach the driver through, owned by the driver pod (with Spark's
+    IP family settings and ``publishNotReadyAddresses``)."""
     ports = driver_ports(properties)
+    try:
+        settings = service_spec_settings(properties)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
     annotations = {
         **with_prefix(properties, "spark.kubernetes.driver.service.annotation."),
         DRIVER_POD_ANNOTATION: names.pod,
@@ -330,6 +424,7 @@ def build_service(properties: Mapping[str, str], names: DriverNames, driver_pod:
         },
         "spec": {
             "clusterIP": "None",
+            **settings,
             "selector": app_labels(names.app_id),
             "ports": [
                 {

@@ -11,13 +11,18 @@ from k8s_backend.pods.objects import add_volume_mounts, add_volumes, env_var, up
 from k8s_backend.pods.step import SparkPod, StepContext
 
 HADOOP_CONFIG_MAP_KEY = "spark.kubernetes.executor.hadoopConfigMapName"
+USER_HADOOP_CONFIG_MAP_KEY = "spark.kubernetes.hadoop.configMapName"
 
 
 class HadoopConfStep:
-    """When the (internal) Hadoop ConfigMap name is set, mount it at /opt/hadoop/conf."""
+    """When the (internal) Hadoop ConfigMap name is set, mount it at /opt/hadoop/conf.
+
+    Cluster mode sets the internal key; in client mode, where no driver step runs, the user's
+    ``spark.kubernetes.hadoop.configMapName`` is mounted on the executors directly (Spark ignores it
+    there)."""
 
     def __init__(self, conf: KubernetesConf) -> None:
-        self._config_map = conf.get(HADOOP_CONFIG_MAP_KEY)
+        self._config_map = conf.get(HADOOP_CONFIG_MAP_KEY) or conf.get(USER_HADOOP_CONFIG_MAP_KEY)
 
     def configure_pod(self, pod: SparkPod, ctx: StepContext) -> SparkPod:
         if not self._config_map:

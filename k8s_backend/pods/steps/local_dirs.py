@@ -35,26 +35,33 @@ class LocalDirsStep:
         self._default_local_dir = default_local_dir
 
     def configure_pod(self, pod: SparkPod, ctx: StepContext) -> SparkPod:
-        pod = pod.copy()
-        mounted = [
-            m["mountPath"]
-            for m in pod.container.get("volumeMounts") or []
-            if str(m.get("name", "")).startswith(LOCAL_DIR_VOLUME_PREFIX) and m.get("mountPath")
-        ]
-        local_dirs = mounted
-        if not mounted:
-            local_dirs = list(self._configured) or [self._default_local_dir()]
-            names = [f"{LOCAL_DIR_VOLUME_PREFIX}{i + 1}" for i in range(len(local_dirs))]
-            empty_dir: Obj = {"medium": "Memory"} if self._tmpfs else {}
-            # A template volume of the same name backs the dir instead of an emptyDir.
-            existing = {v.get("name") for v in (pod.pod.get("spec") or {}).get("volumes") or []}
-            add_volumes(
-                pod.pod, [{"name": n, "emptyDir": dict(empty_dir)} for n in names if n not in existing]
-            )
-            mounts = [volume_mount(n, d) for n, d in zip(names, local_dirs, strict=True)]
-            add_volume_mounts(pod.container, mounts)
-        upsert_env(pod.container, [env_var(ENV_LOCAL_DIRS, ",".join(local_dirs))])
-        return pod
+        return with_local_dirs(
+            pod, self._configured, tmpfs=self._tmpfs, default_local_dir=self._default_local_dir
+        )
 
     def additional_resources(self, ctx: StepContext) -> Sequence[Obj]:
         return ()
+
+
+def with_local_dirs(
+    pod: SparkPod, configured: Sequence[str], *, tmpfs: bool, default_local_dir: Callable[[], str]
+) -> SparkPod:
+    """The pod with its local dirs backed and listed in ``SPARK_LOCAL_DIRS`` (the driver's step too)."""
+    pod = pod.copy()
+    mounted = [
+        m["mountPath"]
+        for m in pod.container.get("volumeMounts") or []
+        if str(m.get("name", "")).startswith(LOCAL_DIR_VOLUME_PREFIX) and m.get("mountPath")
+    ]
+    local_dirs = mounted
+    if not mounted:
+        local_dirs = list(configured) or [default_local_dir()]
+        names = [f"{LOCAL_DIR_VOLUME_PREFIX}{i + 1}" for i in range(len(local_dirs))]
+        empty_dir: Obj = {"medium": "Memory"} if tmpfs else {}
+        # A template volume of the same name backs the dir instead of an emptyDir.
+        existing = {v.get("name") for v in (pod.pod.get("spec") or {}).get("volumes") or []}
+        add_volumes(pod.pod, [{"name": n, "emptyDir": dict(empty_dir)} for n in names if n not in existing])
+        mounts = [volume_mount(n, d) for n, d in zip(names, local_dirs, strict=True)]
+        add_volume_mounts(pod.container, mounts)
+    upsert_env(pod.container, [env_var(ENV_LOCAL_DIRS, ",".join(local_dirs))])
+    return pod

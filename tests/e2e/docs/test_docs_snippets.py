@@ -17,6 +17,8 @@ from docs_blocks import ROOT, snippet
 from k8s_backend.kube.port import PODS
 from k8s_backend.local import LocalCluster
 
+pytest_plugins = ("pytester",)
+
 
 def run_code(code: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> str:
     """Run ``code`` in a fresh interpreter; its stdout, or the test fails with its output."""
@@ -93,3 +95,15 @@ def test_the_main_job_runs_as_tox_runs_it(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-6000:]
     assert "Pi is roughly 3.1" in result.stdout
     assert "Executor pods on pyk8s://local" in result.stdout
+
+
+@pytest.mark.e2e
+def test_the_pytest_plugin_example_passes_as_the_page_runs_it(pytester: pytest.Pytester) -> None:
+    # The page's test module and command line, run in a fresh pytest process with the installed plugin.
+    page = (ROOT / "docs" / "pytest-plugin.md").read_text(encoding="utf-8")
+    command = next(line for line in page.splitlines() if line.startswith("pytest --pyk8s"))
+    pytester.makepyfile(test_etl=snippet("pytest-plugin-example"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *shlex.split(command)[1:], timeout=800)
+    text = "\n".join(result.outlines + result.errlines)
+    assert result.ret == 0, text[-8000:]
+    result.assert_outcomes(passed=3)

@@ -147,7 +147,8 @@ def test_local_uris_are_passed_as_they_are_and_not_shipped(app: Path) -> None:
     p = plan(sub)
     assert container(p)["args"][-1] == "local:///opt/app/job.py"
     assert not any(key.startswith("file.") for key in p.data)
-    assert [v["name"] for v in p.pod["spec"]["volumes"]] == ["spark-conf-volume-driver"]
+    # Only the conf volume and the driver's local dir (Spark's LocalDirsFeatureStep): no files volume.
+    assert [v["name"] for v in p.pod["spec"]["volumes"]] == ["spark-conf-volume-driver", "spark-local-dir-1"]
 
 
 def test_the_driver_properties_point_the_driver_at_its_pod_and_service(app: Path) -> None:

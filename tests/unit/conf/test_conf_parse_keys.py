@@ -39,7 +39,6 @@ READS: dict[str, tuple[str, Any]] = {
     "spark.local.dir": ("/a, /b", ("/a", "/b")),
     "spark.kubernetes.local.dirs.tmpfs": ("true", True),
     "spark.blockManager.port": ("0", 0),
-    "spark.executor.extraJavaOptions": ("-Dx=1", "-Dx=1"),
     "spark.executor.extraClassPath": ("/x.jar", "/x.jar"),
     "spark.decommission.enabled": ("true", True),
     "spark.kubernetes.decommission.script": ("/d.sh", "/d.sh"),
@@ -292,3 +291,24 @@ def test_keys_overridden_by_others_are_still_checked() -> None:
 def test_passed_through_keys_are_not_checked() -> None:
     conf = parse({"spark.kubernetes.submission.waitAppCompletion": "maybe"})
     assert conf.get("spark.kubernetes.submission.waitAppCompletion") == "maybe"
+
+
+@pytest.mark.parametrize(
+    ("props", "expected"),
+    [
+        (
+            {"spark.executor.defaultJavaOptions": "-Da=1", "spark.executor.extraJavaOptions": "-Db=2"},
+            "-Da=1 -Db=2",
+        ),
+        ({"spark.executor.defaultJavaOptions": "-Da=1"}, "-Da=1"),
+        ({"spark.executor.extraJavaOptions": "-Db=2"}, "-Db=2"),
+        ({"spark.executor.defaultJavaOptions": "", "spark.executor.extraJavaOptions": "-Db=2"}, "-Db=2"),
+        ({}, ""),
+    ],
+)
+def test_default_java_options_are_prepended_to_extra_java_options(
+    props: dict[str, str], expected: str
+) -> None:
+    # Spark's EXECUTOR_JAVA_OPTIONS is declared with withPrepended(EXECUTOR_DEFAULT_JAVA_OPTIONS): the
+    # administrator's defaults come first, then the user's options, joined by one space.
+    assert parse(props).executor.extra_java_options == expected

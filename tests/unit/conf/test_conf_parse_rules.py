@@ -111,7 +111,7 @@ def test_known_and_passed_through_keys_do_not_warn(warnings: pytest.LogCaptureFi
             "spark.kubernetes.submission.waitAppCompletion": "false",
             "spark.kubernetes.driver.label.team": "a",
             "spark.kubernetes.driverEnv.X": "1",
-            "spark.kubernetes.executor.rollInterval": "0",
+            "spark.kubernetes.driver.secrets.db": "/etc/db",
             "spark.kubernetes.authenticate.submission.caCertFile": "/ca",
             "spark.kubernetes.namespace": "default",
             "spark.some.other.key": "not ours",

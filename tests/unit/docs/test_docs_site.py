@@ -302,6 +302,17 @@ def check_kubectl(args: list[str], where: str) -> None:
             assert list(yaml.safe_load_all(path.read_text(encoding="utf-8"))), f"{where}: {path} is empty"
 
 
+def check_pytest(args: list[str], where: str) -> None:
+    """pytest's own options and the k8s_backend plugin's, as ``pytest --help`` lists them."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, f"{where}: pytest --help: {result.stderr}"
+    for arg in args:
+        if arg.startswith("--"):
+            assert arg.split("=")[0] in result.stdout, f"{where}: pytest has no option {arg}"
+
+
 def check_command(command: list[str], where: str) -> None:
     program, args = command[0], command[1:]
     if program == "k8s-backend":
@@ -312,6 +323,8 @@ def check_command(command: list[str], where: str) -> None:
         check_kubectl(args, where)
     elif program == "pyspark":  # spark-submit's options, which `k8s-backend submit` parses the same way
         check_submit([*args, "shell.py"], where)
+    elif program == "pytest":
+        check_pytest(args, where)
     elif program == "export":
         assert all(re.fullmatch(r"[A-Z_]+=\S+", arg) for arg in args), f"{where}: export {args}"
     else:

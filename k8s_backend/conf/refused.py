@@ -1,0 +1,117 @@
+"""Spark keys k8s_backend does not act on under ``pyk8s://``, refused instead of silently accepted.
+
+Each rule names the key, says why nothing would happen, and what to do instead. A key that Spark
+itself leaves inert at the value given (``rollInterval=0``) is still refused when set: under
+``pyk8s://`` it can only be a leftover that the user believes acts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from k8s_backend.errors import ConfigError
+
+_SCK = "org.apache.spark.scheduler.cluster.k8s."
+_ROLL = (
+    "k8s_backend does not roll executors yet, and Spark's ExecutorRollPlugin disables itself under "
+    "pyk8s:// (it acts only with Spark's own KubernetesClusterSchedulerBackend); remove the key"
+)
+_RESIZE = (
+    "Spark's executor resize plugins are not supported under pyk8s:// (neither checked to act nor "
+    "implemented by k8s_backend); remove the key"
+)
+_KERBEROS = (
+    "only Spark's cluster-mode driver builder (KerberosConfDriverFeatureStep) reads it, and k8s_backend "
+    "does not build the krb5.conf ConfigMap or the delegation-token Secret; mount them with "
+    "spark.kubernetes.driver.secrets.* / spark.kubernetes.driver.volumes.* and spark.kubernetes.driverEnv.* "
+    "instead, and remove the key"
+)
+
+
+@attrs.frozen
+class Refusal:
+    """A key (or, with ``prefix``, a family) refused when ``applies(value)``, with the reason."""
+
+    key: str
+    reason: str
+    prefix: bool = False
+
+    def matches(self, name: str) -> bool:
+        return name.startswith(self.key) if self.prefix else name == self.key
+
+
+REFUSED: tuple[Refusal, ...] = (
+    Refusal("spark.kubernetes.executor.rollInterval", _ROLL),
+    Refusal("spark.kubernetes.executor.rollPolicy", _ROLL),
+    Refusal("spark.kubernetes.executor.minTasksPerExecutorBeforeRolling", _ROLL),
+    Refusal("spark.kubernetes.executor.resize", _RESIZE, prefix=True),
+    Refusal("spark.kubernetes.executor.pvc.resize", _RESIZE, prefix=True),
+    Refusal(
+        "spark.kubernetes.allocation.recoveryMode.enabled",
+        "Spark 4.2's recovery-mode executors are not implemented by k8s_backend; remove the key",
+    ),
+    Refusal(
+        "spark.kubernetes.executor.podDeletionCost",
+        "only Spark's deployment allocator reads it, and k8s_backend supports the direct allocator only; "
+        "remove the key",
+    ),
+    Refusal(
+        "spark.kubernetes.driver.annotateExitException",
+        "k8s_backend's driver does not write its exit exception onto its pod (a failed driver's last log "
+        "lines are its termination message, which `k8s-backend status` shows); remove the key",
+    ),
+    Refusal("spark.kubernetes.kerberos.", _KERBEROS, prefix=True),
+    Refusal(
+        "spark.kubernetes.setSubmitTimeInDriver",
+        "Spark's own submit sets it for its cluster-mode drivers; nothing in k8s_backend reads it, remove "
+        "the key",
+    ),
+    Refusal(
+        "spark.kubernetes.jars.avoidDownloadSchemes",
+        "only Spark's SparkSubmit reads it, for drivers whose master is k8s://; under pyk8s:// nothing "
+        "downloads the driver's jars, remove the key",
+    ),
+    Refusal(
+        "spark.kubernetes.resource.type",
+        "Spark's own submit sets it for its cluster-mode drivers; nothing in k8s_backend reads it, remove "
+        "the key",
+    ),
+    Refusal(
+        "spark.kubernetes.scheduler.volcano.podGroupTemplateJson",
+        "it is Spark's internal copy of spark.kubernetes.scheduler.volcano.podGroupTemplateFile; set that "
+        "key instead",
+    ),
+)
+
+PLUGINS_KEY = "spark.plugins"
+REFUSED_PLUGINS: dict[str, str] = {
+    f"{_SCK}ExecutorRollPlugin": _ROLL.replace("remove the key", f"remove it from {PLUGINS_KEY}"),
+    f"{_SCK}ExecutorResizePlugin": _RESIZE.replace("remove the key", f"remove it from {PLUGINS_KEY}"),
+    f"{_SCK}ExecutorPVCResizePlugin": _RESIZE.replace("remove the key", f"remove it from {PLUGINS_KEY}"),
+}
+
+
+def refusal_for(name: str) -> Refusal | None:
+    """The rule refusing ``name``, if any."""
+    return next((rule for rule in REFUSED if rule.matches(name)), None)
+
+
+def check_refused(props: Mapping[str, str]) -> None:
+    """Raise a :class:`ConfigError` for the first refused key set (in key order) or refused plugin."""
+    for name in sorted(props):
+        rule = refusal_for(name)
+        if rule is not None:
+            raise ConfigError(
+                f"{name}={props[name]} is not supported under pyk8s://: {rule.reason}",
+                key=name,
+                value=props[name],
+            )
+    for plugin in (p.strip() for p in props.get(PLUGINS_KEY, "").split(",")):
+        if plugin in REFUSED_PLUGINS:
+            raise ConfigError(
+                f"{PLUGINS_KEY} lists {plugin}, which does not act under pyk8s://: {REFUSED_PLUGINS[plugin]}",
+                key=PLUGINS_KEY,
+                value=props[PLUGINS_KEY],
+            )
