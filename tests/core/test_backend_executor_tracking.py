@@ -16,6 +16,8 @@ from k8s_backend.kube.port import PODS
 UNSCHEDULABLE = "0/3 nodes are available: 3 Insufficient memory."
 SPARK = "spark-kubernetes-executor"
 
+WHY = "created for target 3 of profile 0: 0 counted (running, pending or requested), 3 requested this round"
+
 
 def at(h: Harness) -> str:
     """The harness clock as the histories print it: ISO 8601 in UTC, with the date and the time zone."""
@@ -57,7 +59,7 @@ def started(conf: dict[str, str] | None = None) -> Harness:
 def test_requested_executors_have_a_history_from_the_start() -> None:
     h = started()
     requested = at(h)
-    assert executors(h)["histories"] == {str(i): f"requested {requested}" for i in (1, 2, 3)}
+    assert executors(h)["histories"] == {str(i): f"requested {requested} {WHY}" for i in (1, 2, 3)}
     assert executors(h)["counts"] == {"requested": 3}
     h.backend.stop()
 
@@ -70,13 +72,13 @@ def test_pending_reason_and_running_are_in_the_history() -> None:
     h.run(1.0)
     pending = at(h)
     assert executors(h)["histories"]["1"] == (
-        f"requested {requested}, pending {pending} (Unschedulable: {UNSCHEDULABLE})"
+        f"requested {requested} {WHY}, pending {pending} (Unschedulable: {UNSCHEDULABLE})"
     )
     h.run(38.0)
     h.set_phase(name, "Running")
     h.run(1.0)
     assert executors(h)["histories"]["1"] == (
-        f"requested {requested}, pending {pending} (Unschedulable: {UNSCHEDULABLE}), running {at(h)}"
+        f"requested {requested} {WHY}, pending {pending} (Unschedulable: {UNSCHEDULABLE}), running {at(h)}"
     )
     h.backend.stop()
 
