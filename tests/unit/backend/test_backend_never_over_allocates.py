@@ -258,6 +258,7 @@ def test_never_more_executor_pods_than_the_target() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # ~1 s an example: the suite's 300 s would cut it short
 def test_never_more_executor_pods_than_the_target_long_run() -> None:
     NeverOverAllocates.TestCase.settings = LONG
     NeverOverAllocates.TestCase().runTest()
