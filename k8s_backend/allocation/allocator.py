@@ -239,6 +239,7 @@ class ExecutorPodsAllocator:
             if self._stopped:
                 return
         known = frozenset(self._listeners.known_executor_ids())
+        departing = frozenset(self._listeners.departing_executor_ids())
         self._index.apply(batch)
         if self._retries.pending_ids:
             self._retries.forget_seen(batch.seen_executor_ids())
@@ -259,6 +260,7 @@ class ExecutorPodsAllocator:
                 deleted=self._deleted,
                 counted_failures=self._counted_failures,
                 scheduler_known=known,
+                departing=departing,
                 pvcs_exhausted=self._pvc_policy.exhausted(self._creator.pvc_counter),
                 index=self._index,
             )

@@ -80,3 +80,5 @@ class AllocatorListeners:
 
     known_executor_ids: Callable[[], Collection[int]] = _no_known_executors
     events: ExecutorEvents = NO_EVENTS  # told of each executor requested, or whose pod was refused
+    # Executors decommissioned on the cluster's notice: replaced at once (the disruption watcher's).
+    departing_executor_ids: Callable[[], Collection[int]] = _no_known_executors

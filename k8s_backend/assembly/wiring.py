@@ -44,6 +44,8 @@ from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.lifecycle.decisions import LifecycleDecider
+from k8s_backend.lifecycle.disruption_watcher import DisruptionWatcher, NodeReader
+from k8s_backend.lifecycle.disruptions import DisruptionDecider, parse_taints
 from k8s_backend.lifecycle.driver_port import DriverEndpoint, registered_executor_count
 from k8s_backend.lifecycle.executor_events import ExecutorEvents, ExecutorEventsFanout
 from k8s_backend.lifecycle.executor_ops import ExecutorOperations
@@ -246,7 +248,6 @@ def _parts(
     # Every executor change reaches the monitor (histories, status, timeline) and the metrics by this route.
     events = ExecutorEventsFanout([monitor] if monitoring is None else [monitor, monitoring.failures])
     lifecycle = _lifecycle(app.conf, runtime, store, events)
-    allocator = _allocator(app, runtime, store, lifecycle, events, failures)
     operations = ExecutorOperations(
         runtime.api,
         runtime.scheduler,
@@ -256,6 +257,8 @@ def _parts(
         lifecycle=app.conf.lifecycle,
         driver=runtime.driver,
     )
+    disruptions = _disruptions(app.conf, runtime, store, events, operations)
+    allocator = _allocator(app, runtime, store, lifecycle, events, failures, disruptions)
     stop_sequence = build_stop_sequence(
         app.conf,
         app_id=app.app_id,
@@ -289,6 +292,7 @@ def _parts(
         events=events,
         stop_sequence=stop_sequence,
         registered_executors=functools.partial(registered_executor_count, runtime.driver, store),
+        disruptions=disruptions,
     )
     if monitoring is not None:
         monitoring.attach(parts, has_driver=runtime.driver is not None)
@@ -353,6 +357,34 @@ def _lifecycle(
     )
 
 
+def _disruptions(
+    conf: KubernetesConf,
+    runtime: Runtime,
+    store: ExecutorPodsSnapshotsStore,
+    events: ExecutorEvents,
+    operations: ExecutorOperations,
+) -> DisruptionWatcher | None:
+    lifecycle = conf.lifecycle
+    if not lifecycle.disruption_decommission:
+        return None
+    decider = DisruptionDecider(taints=parse_taints(lifecycle.disruption_taints))
+    nodes = (
+        NodeReader(runtime.api, runtime.clock, interval=lifecycle.disruption_node_interval)
+        if decider.reads_nodes
+        else None
+    )
+    return DisruptionWatcher(
+        store,
+        runtime.clock,
+        decider=decider,
+        nodes=nodes,
+        interval=conf.snapshots.event_processing_interval,
+        driver=runtime.driver,
+        events=events,
+        label=operations.label_decommissioning,
+    )
+
+
 def _allocator(
     app: Application,
     runtime: Runtime,
@@ -360,6 +392,7 @@ def _allocator(
     lifecycle: ExecutorPodsLifecycleManager,
     events: ExecutorEvents,
     failures: FailureSink,
+    disruptions: DisruptionWatcher | None,
 ) -> ExecutorPodsAllocator:
     metrics = runtime.monitoring
     return ExecutorPodsAllocator(
@@ -372,6 +405,7 @@ def _allocator(
         listeners=AllocatorListeners(
             known_executor_ids=lifecycle.registered_executor_ids,
             events=events,
+            **({} if disruptions is None else {"departing_executor_ids": disruptions.departing_executor_ids}),
         ),
         failures=failures,
         scheduler=runtime.scheduler,

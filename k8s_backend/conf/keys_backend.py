@@ -9,6 +9,7 @@ from k8s_backend.conf.spec import (
     Kind,
     at_least,
     between,
+    each,
     greater_than,
     not_empty,
     one_of,
@@ -199,6 +200,36 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "Value of that label (empty when unset).",
         field="lifecycle.decommission_label_value",
         check=LABEL_VALUE,
+    ),
+    Key(
+        "spark.kubernetes.executor.disruption.decommissionOnNotice",
+        Kind.BOOL,
+        "true",
+        "Decommission an executor as soon as the cluster announces it will take the pod away: the pod's "
+        "`DisruptionTarget` condition (eviction, preemption) or its node cordoned or carrying one of "
+        "`disruption.nodeTaints`. Spark's graceful path runs (its blocks migrate when "
+        "`spark.decommission.enabled` and `spark.storage.decommission.*` are on) and a replacement is "
+        "requested at once. See docs/disruptions.md.",
+        field="lifecycle.disruption_decommission",
+    ),
+    Key(
+        "spark.kubernetes.executor.disruption.nodeTaints",
+        Kind.LIST,
+        "node.kubernetes.io/unschedulable,ToBeDeletedByClusterAutoscaler,karpenter.sh/disrupted,"
+        "karpenter.sh/disruption",
+        "Node taint keys that announce a node's removal (`node.kubernetes.io/unschedulable` also matches "
+        "a cordoned node). Reading nodes needs get/list/watch on nodes for the driver's service account; "
+        "without it one warning is logged and only the pods' condition counts. Empty: nodes are not read.",
+        field="lifecycle.disruption_taints",
+        check=each(LABEL_KEY),
+    ),
+    Key(
+        "spark.kubernetes.executor.disruption.nodeCheckInterval",
+        Kind.DURATION_MS,
+        "5s",
+        "How often nodes are listed (one request, from the API server's cache) for cordons and taints.",
+        field="lifecycle.disruption_node_interval",
+        check=_POSITIVE_TIME,
     ),
     Key(
         "spark.kubernetes.dynamicAllocation.deleteGracePeriod",

@@ -122,6 +122,14 @@ class LifecycleConf:
     delete_on_termination: bool = True
     decommission_label: str | None = None
     decommission_label_value: str = ""
+    disruption_decommission: bool = True  # act on DisruptionTarget, cordons and disruption taints
+    disruption_taints: tuple[str, ...] = (
+        "node.kubernetes.io/unschedulable",
+        "ToBeDeletedByClusterAutoscaler",
+        "karpenter.sh/disrupted",
+        "karpenter.sh/disruption",
+    )
+    disruption_node_interval: float = 5.0
     delete_grace_period: float = 5.0  # spark.kubernetes.dynamicAllocation.deleteGracePeriod
     max_executor_failures: int | None = None  # None: max(3, 2 x max executors)
     failures_validity_interval: float | None = None

@@ -19,11 +19,15 @@ from k8s_backend.cli.common.submit_args import parse_submit_args
 from k8s_backend.cli.submit.client_mode import client_needs
 from k8s_backend.cli.submit.submission import build_submission
 from k8s_backend.common import DeterministicScheduler, ManualClock
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, POD_GROUPS, PODS, PVCS, SECRETS, SERVICES
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NODES, POD_GROUPS, PODS, PVCS, SECRETS, SERVICES
 from k8s_backend.testing import FakeKubernetes
 
 RBAC_FILE = REPO_ROOT / "examples" / "kubernetes" / "driver-rbac.yaml"
-GROUP_OF = {r.plural: r.group for r in (PODS, CONFIG_MAPS, SECRETS, SERVICES, PVCS, POD_GROUPS, LEASES)}
+NODES_RBAC_FILE = REPO_ROOT / "examples" / "kubernetes" / "driver-nodes-rbac.yaml"
+GROUP_OF = {
+    r.plural: r.group for r in (PODS, CONFIG_MAPS, SECRETS, SERVICES, PVCS, POD_GROUPS, LEASES, NODES)
+}
+CLUSTER_SCOPED = {NODES.plural}  # granted by the optional ClusterRole, not by the Role
 RBAC_VERB = {"delete_collection": "deletecollection"}  # the port's verb names are RBAC's otherwise
 PVC = "spark.kubernetes.executor.volumes.persistentVolumeClaim.data."
 EVERY_FEATURE = {
@@ -45,6 +49,17 @@ def role_rules() -> set[Permission]:
     assert not any("namespace" in d["metadata"] for d in documents), "kubectl apply -n NS decides"
     granted: set[Permission] = set()
     for rule in documents[1]["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted |= {(group, resource, verb) for verb in rule["verbs"]}
+    return granted
+
+
+def cluster_role_rules() -> set[Permission]:
+    documents = list(yaml.safe_load_all(NODES_RBAC_FILE.read_text(encoding="utf-8")))
+    assert [d["kind"] for d in documents] == ["ClusterRole"]
+    granted: set[Permission] = set()
+    for rule in documents[0]["rules"]:
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 granted |= {(group, resource, verb) for verb in rule["verbs"]}
@@ -128,9 +143,12 @@ def submit_checks(tmp_path: Path) -> set[Permission]:
 
 def test_the_driver_role_grants_exactly_the_calls_the_backend_makes(tmp_path: Path) -> None:
     needed = backend_calls() | submit_checks(tmp_path)
+    namespaced = {p for p in needed if p[1] not in CLUSTER_SCOPED}
     granted = role_rules()
-    assert needed - granted == set(), "calls the Role does not allow"
-    assert granted - needed == set(), "permissions the Role grants and nothing uses"
+    assert namespaced - granted == set(), "calls the Role does not allow"
+    assert granted - namespaced == set(), "permissions the Role grants and nothing uses"
+    # Nodes (decommission on notice) are read with the optional ClusterRole, exactly.
+    assert needed - namespaced == cluster_role_rules() == {("", "nodes", "list")}
 
 
 def test_every_feature_that_calls_the_api_was_exercised() -> None:
@@ -165,4 +183,4 @@ def readme_rules() -> set[Permission]:
 
 
 def test_the_readme_lists_the_same_permissions() -> None:
-    assert readme_rules() == role_rules()
+    assert readme_rules() == role_rules() | cluster_role_rules()
