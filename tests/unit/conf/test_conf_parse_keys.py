@@ -214,7 +214,10 @@ BAD: dict[str, tuple[str, str]] = {
     "spark.kubernetes.executor.decommissionLabel": ("bad key!", "invalid: must have a name of letters"),
     "spark.kubernetes.executor.decommissionLabelValue": ("-x", "invalid: must be letters, digits"),
     "spark.kubernetes.dynamicAllocation.deleteGracePeriod": ("-1s", "invalid: must be 0 or more"),
-    "spark.kubernetes.executor.disruption.nodeTaints": ("a,bad key!", "invalid: 'bad key!' must have a name of letters"),
+    "spark.kubernetes.executor.disruption.nodeTaints": (
+        "a,bad key!",
+        "invalid: 'bad key!' must have a name of letters",
+    ),
     "spark.kubernetes.executor.disruption.nodeCheckInterval": ("0", "invalid: must be a positive time"),
     "spark.kubernetes.executor.deletedExecutorsCacheTimeout": ("-1", "invalid: must be 0 or more"),
     "spark.executor.maxNumFailures": ("0", "invalid: must be a positive integer (> 0)"),
