@@ -97,11 +97,14 @@ class DisruptionDecider:
             if executor_id in kept:
                 continue
             state = pods[executor_id]
-            if state.phase not in _LIVE or state.is_being_deleted or state.is_inactive:
-                continue  # ending already: the lifecycle reports it; nothing to migrate ahead of it
+            if state.is_inactive or not (state.phase in _LIVE or state.phase is PodPhase.TERMINATING):
+                continue  # ended already: the lifecycle reports it; nothing to migrate ahead of it
             node_name = _node_name(state.pod)
+            # The eviction API sets the condition and deletes the pod in one request: an evicted pod is
+            # seen terminating, with its grace period still to run, the time its blocks have to migrate.
             reason = _pod_signal(state.pod)
-            if reason is None and nodes is not None and node_name is not None:
+            ending = state.phase is PodPhase.TERMINATING or state.is_being_deleted
+            if reason is None and not ending and nodes is not None and node_name is not None:
                 node = nodes.get(node_name)
                 reason = None if node is None else self._node_signal(node)
             if reason is not None:

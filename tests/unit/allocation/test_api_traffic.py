@@ -1,6 +1,7 @@
 """Lean API traffic: a plain N-executor run (client mode, defaults) sends at most N + 6 requests, as
 Spark's backend does: recovery's list at start serves the watch too, and stop() skips the service and
-claim deletes a client-mode driver never needs."""
+claim deletes a client-mode driver never needs. Reading nodes for disruption notices adds one list per
+spark.kubernetes.executor.disruption.nodeCheckInterval (none with an empty nodeTaints)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.kube.delegate import DelegatingKubernetesApi
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SERVICES, Resource
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NODES, PODS, PVCS, SERVICES, Resource
 from k8s_backend.testing import FakeKubernetes
 
 _T = TypeVar("_T")
@@ -74,12 +75,21 @@ def test_a_plain_run_sends_at_most_n_plus_6_requests(executors: int) -> None:
     api = run_plain(fake, executors)
     creates = [r for r in api.requests if r == ("create", "pods")]
     assert len(creates) == executors
-    assert len(api.requests) <= executors + 6, api.requests
+    # Decommission on notice lists nodes once per nodeCheckInterval (5 s): one list in a short run.
+    node_lists = api.requests.count(("list", NODES.plural))
+    assert 1 <= node_lists <= 2, api.requests
+    assert len(api.requests) - node_lists <= executors + 6, api.requests
     assert api.requests.count(("list", "pods")) == 1  # recovery's list, shared with the watch
     # And stop() still leaves nothing: the Lease's delete collected the ConfigMap it owns.
     assert fake.objects(PODS, "default") == []
     assert fake.objects(CONFIG_MAPS, "default") == []
     assert fake.objects(LEASES, "default") == []
+
+
+def test_without_node_signals_no_node_is_read_and_the_run_stays_within_n_plus_6() -> None:
+    api = run_plain(FakeKubernetes(), 4, **{"spark.kubernetes.executor.disruption.nodeTaints": ""})
+    assert ("list", NODES.plural) not in api.requests
+    assert len(api.requests) <= 4 + 6, api.requests
 
 
 def test_client_mode_skips_the_service_and_claim_deletes_it_never_needs() -> None:
@@ -172,5 +182,6 @@ def test_with_a_driver_the_executors_exits_at_stop_are_seen_on_the_watch_without
     assert "let the executors exit" in backend.parts.stop_sequence.completed
     assert not [r for r in caplog.records if "still running after" in r.getMessage()]
     assert api.requests.count(("list", "pods")) == 1, api.requests  # the start's list only
-    assert len(api.requests) <= executors + 6, api.requests
+    node_lists = api.requests.count(("list", NODES.plural))  # one per nodeCheckInterval (5 s)
+    assert len(api.requests) - node_lists <= executors + 6, api.requests
     assert fake.objects(PODS, "default") == []

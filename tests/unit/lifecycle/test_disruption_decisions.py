@@ -111,12 +111,18 @@ def test_the_noticed_executors_are_forgotten_once_their_pods_are_gone() -> None:
     assert decision.noticed == {2} and decision.notices == ()
 
 
-def test_ending_and_deleted_pods_are_not_noticed() -> None:
-    ending = on_node(2, "n1", conditions=[disruption_target()])
-    ending["metadata"]["deletionTimestamp"] = "2026-01-01T00:05:00Z"
+def test_an_evicted_pod_is_noticed_while_it_terminates_but_ended_pods_are_not() -> None:
+    evicted = on_node(1, "n1", conditions=[disruption_target()])
+    evicted["metadata"]["deletionTimestamp"] = "2026-01-01T00:05:00Z"
     failed = on_node(3, "n1", "Failed", conditions=[disruption_target()])
-    decision = DECIDER.decide(pods(ending, failed), {"n1": node("n1", cordoned=True)})
-    assert decision.notices == ()
+    decision = DECIDER.decide(pods(evicted, failed), None)
+    assert [n.executor_id for n in decision.notices] == [1]
+
+
+def test_a_pod_deleted_without_a_disruption_condition_is_not_noticed_for_its_node() -> None:
+    killed = on_node(2, "n1")  # e.g. the driver killed it: no notice, whatever its node
+    killed["metadata"]["deletionTimestamp"] = "2026-01-01T00:05:00Z"
+    assert DECIDER.decide(pods(killed), {"n1": node("n1", cordoned=True)}).notices == ()
 
 
 def test_a_pod_not_yet_scheduled_or_on_an_unknown_node_is_not_noticed() -> None:
