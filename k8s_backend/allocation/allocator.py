@@ -183,6 +183,11 @@ class ExecutorPodsAllocator:
 
     # -- queries -------------------------------------------------------------------------------------
 
+    def profile(self, rp_id: int) -> ResourceProfile | None:
+        """The resource profile of this id, if it was registered."""
+        with self._lock:
+            return self._profiles.get(rp_id)
+
     def is_deleted(self, executor_id: int) -> bool:
         """Whether the allocator deleted this executor's pod as excess (the driver refuses it)."""
         return executor_id in self._deleted
@@ -240,6 +245,8 @@ class ExecutorPodsAllocator:
                 return
         known = frozenset(self._listeners.known_executor_ids())
         departing = frozenset(self._listeners.departing_executor_ids())
+        if self._listeners.observe_batch is not None:
+            self._listeners.observe_batch(batch)
         self._index.apply(batch)
         if self._retries.pending_ids:
             self._retries.forget_seen(batch.seen_executor_ids())

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.oom_builder import OomAwarePodBuilder
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
 from k8s_backend.assembly.application import Application, check_identity, plan_application
 from k8s_backend.assembly.start_plan import (
@@ -50,7 +51,9 @@ from k8s_backend.lifecycle.driver_port import DriverEndpoint, registered_executo
 from k8s_backend.lifecycle.executor_events import ExecutorEvents, ExecutorEventsFanout
 from k8s_backend.lifecycle.executor_ops import ExecutorOperations
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
+from k8s_backend.lifecycle.oom import OomBooster, OomSettings
 from k8s_backend.pods.builder import ExecutorPodBuilder
+from k8s_backend.pods.resources import memory_overhead_mib
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
@@ -247,7 +250,8 @@ def _parts(
     monitoring = runtime.monitoring
     # Every executor change reaches the monitor (histories, status, timeline) and the metrics by this route.
     events = ExecutorEventsFanout([monitor] if monitoring is None else [monitor, monitoring.failures])
-    lifecycle = _lifecycle(app.conf, runtime, store, events)
+    booster = _oom_booster(app)
+    lifecycle = _lifecycle(app.conf, runtime, store, events, booster)
     operations = ExecutorOperations(
         runtime.api,
         runtime.scheduler,
@@ -258,7 +262,7 @@ def _parts(
         driver=runtime.driver,
     )
     disruptions = _disruptions(app.conf, runtime, store, events, operations)
-    allocator = _allocator(app, runtime, store, lifecycle, events, failures, disruptions)
+    allocator = _allocator(app, runtime, store, lifecycle, events, failures, disruptions, booster)
     stop_sequence = build_stop_sequence(
         app.conf,
         app_id=app.app_id,
@@ -337,8 +341,24 @@ def _monitor(
     )
 
 
+def _oom_booster(app: Application) -> OomBooster | None:
+    conf = app.conf
+    settings = OomSettings(conf.lifecycle.oom_overhead_factor, conf.lifecycle.oom_max_overhead_factor)
+    if not settings.enabled:
+        return None
+    default_overhead = memory_overhead_mib(conf.executor.default_profile, conf.executor)
+    # Until the allocator exists (see _allocator), every profile's base is the default profile's.
+    return OomBooster(
+        settings, container_name=conf.executor.container_name, base_overhead=lambda _: default_overhead
+    )
+
+
 def _lifecycle(
-    conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore, events: ExecutorEvents
+    conf: KubernetesConf,
+    runtime: Runtime,
+    store: ExecutorPodsSnapshotsStore,
+    events: ExecutorEvents,
+    oom: OomBooster | None = None,
 ) -> ExecutorPodsLifecycleManager:
     return ExecutorPodsLifecycleManager(
         runtime.api,
@@ -354,6 +374,7 @@ def _lifecycle(
         interval=conf.snapshots.event_processing_interval,
         driver=runtime.driver,
         events=events,
+        oom=oom,
     )
 
 
@@ -393,20 +414,29 @@ def _allocator(
     events: ExecutorEvents,
     failures: FailureSink,
     disruptions: DisruptionWatcher | None,
+    booster: OomBooster | None,
 ) -> ExecutorPodsAllocator:
     metrics = runtime.monitoring
-    return ExecutorPodsAllocator(
+    builder = app.builder if booster is None else OomAwarePodBuilder(app.builder, booster, app.conf.executor)
+    allocator = ExecutorPodsAllocator(
         AllocatorSettings.from_conf(app.conf),
         app.identity,
         runtime.api,
-        app.builder,
+        builder,
         store if metrics is None else metrics.timed(store),  # each round timed
         runtime.clock,
         listeners=AllocatorListeners(
             known_executor_ids=lifecycle.registered_executor_ids,
             events=events,
             **({} if disruptions is None else {"departing_executor_ids": disruptions.departing_executor_ids}),
+            observe_batch=None if booster is None else booster.observe_batch,
         ),
         failures=failures,
         scheduler=runtime.scheduler,
     )
+    if booster is not None:  # a custom profile's base overhead is the allocator's profile's
+        default = app.conf.executor.default_profile
+        booster.base_overhead = lambda rp_id: memory_overhead_mib(
+            allocator.profile(rp_id) or default, app.conf.executor
+        )
+    return allocator

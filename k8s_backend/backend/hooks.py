@@ -357,6 +357,7 @@ class SchedulerBackendHooks:
             "executors": parts.monitor.summary(),
             "gang": None if self._gang is None else self._gang.status(),
             "disruptions": None if parts.disruptions is None else parts.disruptions.status(),
+            "oom": None if parts.lifecycle.oom is None else parts.lifecycle.oom.status(),
             "watch": parts.watch_source.health(),
             "polls": parts.polling_source.polls,
             "history": [

@@ -232,6 +232,25 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         check=_POSITIVE_TIME,
     ),
     Key(
+        "spark.kubernetes.executor.oom.overheadFactor",
+        Kind.FLOAT,
+        "1.0",
+        "OOM-aware replacements: after each OOM kill of an executor (exit 137, `OOMKilled`) the memory "
+        "overhead of its resource profile's new pods is multiplied by this (e.g. `1.5`), up to "
+        "`oom.maxOverheadFactor`. The heap (`spark.executor.memory`) is unchanged. `1.0`: off. The loss "
+        "reason, status() and the log say what was raised.",
+        field="lifecycle.oom_overhead_factor",
+        check=between(1.0, 10.0, "must be between 1.0 (off) and 10.0"),
+    ),
+    Key(
+        "spark.kubernetes.executor.oom.maxOverheadFactor",
+        Kind.FLOAT,
+        "2.0",
+        "The bound of the OOM-aware raise: the overhead is at most the configured one times this.",
+        field="lifecycle.oom_max_overhead_factor",
+        check=between(1.0, 100.0, "must be between 1.0 and 100.0"),
+    ),
+    Key(
         "spark.kubernetes.dynamicAllocation.deleteGracePeriod",
         Kind.DURATION_MS,
         "5s",

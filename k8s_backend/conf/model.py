@@ -130,6 +130,8 @@ class LifecycleConf:
         "karpenter.sh/disruption",
     )
     disruption_node_interval: float = 5.0
+    oom_overhead_factor: float = 1.0  # per OOM kill, the replacements' memory overhead x this (1: off)
+    oom_max_overhead_factor: float = 2.0  # the bound of that raise
     delete_grace_period: float = 5.0  # spark.kubernetes.dynamicAllocation.deleteGracePeriod
     max_executor_failures: int | None = None  # None: max(3, 2 x max executors)
     failures_validity_interval: float | None = None
