@@ -1,7 +1,8 @@
 """Decommission on notice on a real control plane (kube-apiserver, kube-scheduler, the eviction API) with
 the process kubelet's two nodes: ``kubectl drain`` semantics (cordon, then evict every executor on the
 node), with the behaviour on and off, and an eviction without a cordon (the pod's DisruptionTarget
-condition, which the real API server sets).
+condition, which the real API server sets); and an OOM kill by the process kubelet's memory watchdog,
+whose replacement gets the raised overhead and survives the same use.
 
 Measured per run (printed, see docs/disruptions.md): how many drained executors the driver was asked to
 decommission, and how many replacements were Running before the first eviction was sent."""
@@ -171,6 +172,57 @@ def test_an_eviction_alone_is_noticed_by_its_disruption_target_condition(
         assert "DisruptionTarget (EvictionByEvictionAPI" in driver.decommissioned[0][1]
         until(lambda: running(api, app, 2) and "3" in executors(api, app), "the evicted executor replaced")
         assert backend.status()["allocator"]["failures"] == 0
+    finally:
+        backend.stop()
+        until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")
+
+
+# Uses ~1000 MiB, over the 896 MiB limit of a 512 MiB heap + 384 MiB overhead, under the 1088 MiB of the
+# overhead raised x1.5 after one OOM kill.
+GREEDY = (
+    "import sys, time\nblock = b'x' * (1000 << 20)\nprint('allocated', flush=True)\n"
+    "while True:\n    time.sleep(1)\n"
+)
+
+
+def test_an_oom_killed_executor_is_replaced_with_more_overhead_by_the_process_kubelet(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    app, api = "spark-real-oom", cluster.api()
+    template = tmp_path / "greedy.yaml"
+    container = {"name": "spark-kubernetes-executor", "command": [sys.executable, "-c", GREEDY]}
+    template.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [container]}})
+    )
+    conf = backend_conf(
+        app,
+        1,
+        template,
+        **{
+            "spark.kubernetes.executor.oom.overheadFactor": "1.5",
+            "spark.kubernetes.executor.oom.maxOverheadFactor": "2",
+        },
+    )
+    driver = Driver(api, app)
+    backend = KubernetesClusterSchedulerBackend.create(
+        conf, app_id=app, driver_url=DRIVER_URL, api=cluster.api(), driver=driver
+    )
+    backend.start()
+    try:
+        until(lambda: "1" in {i for i, _ in driver.removed}, "executor 1 OOM-killed and reported")
+        loss = next(loss for i, loss in driver.removed if i == "1")
+        assert loss.exit_code == 137 and loss.message.startswith("OOMKilled"), loss.message
+        assert "raised from 384 MiB to 576 MiB" in loss.message
+        until(lambda: running(api, app, 1) and "2" in executors(api, app), "executor 2 Running")
+        pod = executors(api, app)["2"]
+        assert pod["spec"]["containers"][0]["resources"]["limits"]["memory"] == "1088Mi"
+        log_path = cluster.kubelet.log_path("default", pod["metadata"]["name"], "spark-kubernetes-executor")
+        assert log_path is not None
+        until(
+            lambda: "allocated" in Path(log_path).read_text(encoding="utf-8"), "executor 2 holds its 1000 MiB"
+        )
+        assert running(api, app, 1) and set(executors(api, app)) == {"2"}
+        assert backend.status()["oom"]["profiles"] == {"0": {"ooms": 1, "factor": 1.5}}
     finally:
         backend.stop()
         until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")
