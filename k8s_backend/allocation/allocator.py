@@ -35,6 +35,7 @@ from k8s_backend.allocation.policy import (
     plan_round,
 )
 from k8s_backend.allocation.pvcs import claim_names_in_use
+from k8s_backend.allocation.quota import QuotaGate
 from k8s_backend.allocation.settings import AllocatorIdentity, AllocatorListeners, AllocatorSettings
 from k8s_backend.common import Clock, Scheduler
 from k8s_backend.common.failure_sink import FailureReporter, FailureSink
@@ -74,11 +75,14 @@ class ExecutorPodsAllocator:
         listeners: AllocatorListeners | None = None,
         failures: FailureReporter | None = None,
         scheduler: Scheduler | None = None,
+        quota: QuotaGate | None = None,
     ) -> None:
         """``failures``: where running out of ``spark.executor.maxNumFailures`` is reported (by default
         nowhere but the log). ``scheduler``: runs the early rounds of adaptive batches (without one, every
-        round waits for the store's next delivery)."""
+        round waits for the store's next delivery). ``quota``: caps each round at what the namespace's
+        ResourceQuotas allow (spark.kubernetes.allocation.quotaAware)."""
         self._settings = settings
+        self.quota = quota
         self._api = api
         self._store = store
         self._clock = clock
@@ -235,6 +239,7 @@ class ExecutorPodsAllocator:
                 "create_retries": self._retries.status(),
                 "batches": self._pacer.status(),
                 "maximum_reached": self._ids.maximum_reached,
+                "quota": None if self.quota is None else self.quota.status(),
             }
 
     # -- the round -----------------------------------------------------------------------------------
@@ -320,7 +325,12 @@ class ExecutorPodsAllocator:
         if plan.requests and may_request and pace.may_create:
             if all_deleted:
                 pvcs_in_use = claim_names_in_use(batch)
-                for request in plan.requests:
+                requests = plan.requests
+                if self.quota is not None:
+                    with self._lock:
+                        profiles = dict(self._profiles)
+                    requests = self.quota.cap(requests, profiles)
+                for request in requests:
                     profile = self._profiles[request.rp_id]
                     self._requests.request(request, profile, pvcs_in_use, pace.concurrency, results)
             else:

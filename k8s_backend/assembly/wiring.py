@@ -18,6 +18,7 @@ import attrs
 
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 from k8s_backend.allocation.oom_builder import OomAwarePodBuilder
+from k8s_backend.allocation.quota import PodDemand, QuotaGate, demand_from
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
 from k8s_backend.assembly.application import Application, check_identity, plan_application
 from k8s_backend.assembly.start_plan import (
@@ -40,7 +41,7 @@ from k8s_backend.backend.hooks import (
 from k8s_backend.backend.state import BackendState
 from k8s_backend.common import Clock, Scheduler, SystemClock, ThreadScheduler
 from k8s_backend.common.failure_sink import FailureSink
-from k8s_backend.conf.model import KubernetesConf, ScalingConf
+from k8s_backend.conf.model import KubernetesConf, ResourceProfile, ScalingConf
 from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import KubernetesApi
@@ -53,7 +54,7 @@ from k8s_backend.lifecycle.executor_ops import ExecutorOperations
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
 from k8s_backend.lifecycle.oom import OomBooster, OomSettings
 from k8s_backend.pods.builder import ExecutorPodBuilder
-from k8s_backend.pods.resources import memory_overhead_mib
+from k8s_backend.pods.resources import executor_resources, memory_overhead_mib
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
@@ -433,6 +434,7 @@ def _allocator(
         ),
         failures=failures,
         scheduler=runtime.scheduler,
+        quota=_quota_gate(app, runtime, booster),
     )
     if booster is not None:  # a custom profile's base overhead is the allocator's profile's
         default = app.conf.executor.default_profile
@@ -440,3 +442,18 @@ def _allocator(
             allocator.profile(rp_id) or default, app.conf.executor
         )
     return allocator
+
+
+def _quota_gate(app: Application, runtime: Runtime, booster: OomBooster | None) -> QuotaGate | None:
+    conf = app.conf
+    if not conf.lifecycle.quota_aware:
+        return None
+
+    def demand_of(profile: ResourceProfile) -> PodDemand:
+        resources = executor_resources(profile, conf.executor)
+        memory = resources.total_mib
+        if booster is not None:  # the raise of OOM-aware replacements counts against quotas too
+            memory += booster.overhead_mib(profile.id, resources.overhead_mib) - resources.overhead_mib
+        return demand_from(memory, resources.cpu_request, resources.cpu_limit)
+
+    return QuotaGate(runtime.api, conf.namespace, demand_of)

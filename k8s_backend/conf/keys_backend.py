@@ -232,6 +232,17 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         check=_POSITIVE_TIME,
     ),
     Key(
+        "spark.kubernetes.allocation.quotaAware",
+        Kind.BOOL,
+        "true",
+        "Before creating executor pods, list the namespace's ResourceQuotas (and LimitRanges' container "
+        "defaults) and cap the round at what fits, logging once which quota and resource allocation waits "
+        "for; allocation resumes when the quota frees. Needs list on resourcequotas and limitranges "
+        "(one warning and no cap without it). Scoped quotas are not modelled (the API server enforces "
+        "them).",
+        field="lifecycle.quota_aware",
+    ),
+    Key(
         "spark.kubernetes.executor.oom.overheadFactor",
         Kind.FLOAT,
         "1.0",

@@ -1,7 +1,8 @@
 """Lean API traffic: a plain N-executor run (client mode, defaults) sends at most N + 6 requests, as
 Spark's backend does: recovery's list at start serves the watch too, and stop() skips the service and
 claim deletes a client-mode driver never needs. Reading nodes for disruption notices adds one list per
-spark.kubernetes.executor.disruption.nodeCheckInterval (none with an empty nodeTaints)."""
+spark.kubernetes.executor.disruption.nodeCheckInterval (none with an empty nodeTaints); quota-aware
+allocation one list of ResourceQuotas per round that creates pods."""
 
 from __future__ import annotations
 
@@ -78,7 +79,11 @@ def test_a_plain_run_sends_at_most_n_plus_6_requests(executors: int) -> None:
     # Decommission on notice lists nodes once per nodeCheckInterval (5 s): one list in a short run.
     node_lists = api.requests.count(("list", NODES.plural))
     assert 1 <= node_lists <= 2, api.requests
-    assert len(api.requests) - node_lists <= executors + 6, api.requests
+    # Quota-aware allocation lists the ResourceQuotas once per round that creates pods (one round here;
+    # the LimitRanges only when a quota exists, none here).
+    quota_lists = api.requests.count(("list", "resourcequotas"))
+    assert quota_lists == 1 and ("list", "limitranges") not in api.requests, api.requests
+    assert len(api.requests) - node_lists - quota_lists <= executors + 6, api.requests
     assert api.requests.count(("list", "pods")) == 1  # recovery's list, shared with the watch
     # And stop() still leaves nothing: the Lease's delete collected the ConfigMap it owns.
     assert fake.objects(PODS, "default") == []
@@ -86,9 +91,16 @@ def test_a_plain_run_sends_at_most_n_plus_6_requests(executors: int) -> None:
     assert fake.objects(LEASES, "default") == []
 
 
-def test_without_node_signals_no_node_is_read_and_the_run_stays_within_n_plus_6() -> None:
-    api = run_plain(FakeKubernetes(), 4, **{"spark.kubernetes.executor.disruption.nodeTaints": ""})
-    assert ("list", NODES.plural) not in api.requests
+def test_without_node_signals_and_quota_reads_the_run_stays_within_n_plus_6() -> None:
+    api = run_plain(
+        FakeKubernetes(),
+        4,
+        **{
+            "spark.kubernetes.executor.disruption.nodeTaints": "",
+            "spark.kubernetes.allocation.quotaAware": "false",
+        },
+    )
+    assert ("list", NODES.plural) not in api.requests and ("list", "resourcequotas") not in api.requests
     assert len(api.requests) <= 4 + 6, api.requests
 
 
@@ -183,5 +195,6 @@ def test_with_a_driver_the_executors_exits_at_stop_are_seen_on_the_watch_without
     assert not [r for r in caplog.records if "still running after" in r.getMessage()]
     assert api.requests.count(("list", "pods")) == 1, api.requests  # the start's list only
     node_lists = api.requests.count(("list", NODES.plural))  # one per nodeCheckInterval (5 s)
-    assert len(api.requests) - node_lists <= executors + 6, api.requests
+    quota_lists = api.requests.count(("list", "resourcequotas"))  # one per round that creates
+    assert len(api.requests) - node_lists - quota_lists <= executors + 6, api.requests
     assert fake.objects(PODS, "default") == []

@@ -15,6 +15,7 @@ import yaml
 from backend_harness import BASE_CONF, RecordingDriver, create_backend
 from repo import REPO_ROOT
 
+from k8s_backend.allocation.quota import LIMIT_RANGES, RESOURCE_QUOTAS
 from k8s_backend.cli.common.submit_args import parse_submit_args
 from k8s_backend.cli.submit.client_mode import client_needs
 from k8s_backend.cli.submit.submission import build_submission
@@ -25,7 +26,19 @@ from k8s_backend.testing import FakeKubernetes
 RBAC_FILE = REPO_ROOT / "examples" / "kubernetes" / "driver-rbac.yaml"
 NODES_RBAC_FILE = REPO_ROOT / "examples" / "kubernetes" / "driver-nodes-rbac.yaml"
 GROUP_OF = {
-    r.plural: r.group for r in (PODS, CONFIG_MAPS, SECRETS, SERVICES, PVCS, POD_GROUPS, LEASES, NODES)
+    r.plural: r.group
+    for r in (
+        PODS,
+        CONFIG_MAPS,
+        SECRETS,
+        SERVICES,
+        PVCS,
+        POD_GROUPS,
+        LEASES,
+        NODES,
+        RESOURCE_QUOTAS,
+        LIMIT_RANGES,
+    )
 }
 CLUSTER_SCOPED = {NODES.plural}  # granted by the optional ClusterRole, not by the Role
 RBAC_VERB = {"delete_collection": "deletecollection"}  # the port's verb names are RBAC's otherwise
@@ -74,6 +87,11 @@ def recorded(fake: FakeKubernetes) -> set[Permission]:
 
 def run_backend(fake: FakeKubernetes, scheduler: DeterministicScheduler, conf: dict[str, str]) -> None:
     """Allocation, decommissioned, failed and killed executors, heartbeat renewals, a scale-down, stop."""
+    # A quota with room, so quota-aware allocation reads the LimitRanges too.
+    quota = {"metadata": {"name": "room"}, "spec": {"hard": {"pods": "100"}}}
+    fake.create(RESOURCE_QUOTAS, "default", quota)
+    fake.patch_status(RESOURCE_QUOTAS, "default", "room", {"hard": {"pods": "100"}, "used": {"pods": "0"}})
+    fake.reset_calls()
     backend = create_backend(
         {**BASE_CONF, **conf}, api=fake, driver=RecordingDriver(), clock=scheduler.clock, scheduler=scheduler
     )
@@ -163,6 +181,8 @@ def test_every_feature_that_calls_the_api_was_exercised() -> None:
         ("", "pods", "patch"),
         ("coordination.k8s.io", "leases", "patch"),
         ("", "services", "deletecollection"),
+        ("", "resourcequotas", "list"),
+        ("", "limitranges", "list"),
     ]:
         assert expected in calls
 

@@ -90,6 +90,7 @@ READS: dict[str, tuple[str, Any]] = {
     ),
     "spark.kubernetes.executor.disruption.nodeCheckInterval": ("2500ms", 2.5),
     "spark.kubernetes.executor.oom.overheadFactor": ("1.5", 1.5),
+    "spark.kubernetes.allocation.quotaAware": ("false", False),
     "spark.kubernetes.executor.oom.maxOverheadFactor": ("3", 3.0),
     "spark.kubernetes.executor.deletedExecutorsCacheTimeout": ("10min", 600.0),
     "spark.executor.failuresValidityInterval": ("1h", 3600.0),
