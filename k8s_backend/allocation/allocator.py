@@ -24,6 +24,7 @@ from k8s_backend.allocation.driver_pod import fetch_driver_pod
 from k8s_backend.allocation.executor_ids import ExecutorIds, check_targets
 from k8s_backend.allocation.executor_requests import ExecutorRequests, RequestParts
 from k8s_backend.allocation.failures import ExecutorFailureTracker, FailureBudget
+from k8s_backend.allocation.node_avoidance import NodeAvoider
 from k8s_backend.allocation.pacing import BatchPacer
 from k8s_backend.allocation.pod_deletes import PodDeletes
 from k8s_backend.allocation.pod_index import PodIndex
@@ -76,6 +77,7 @@ class ExecutorPodsAllocator:
         failures: FailureReporter | None = None,
         scheduler: Scheduler | None = None,
         quota: QuotaGate | None = None,
+        avoider: NodeAvoider | None = None,
     ) -> None:
         """``failures``: where running out of ``spark.executor.maxNumFailures`` is reported (by default
         nowhere but the log). ``scheduler``: runs the early rounds of adaptive batches (without one, every
@@ -83,6 +85,7 @@ class ExecutorPodsAllocator:
         ResourceQuotas allow (spark.kubernetes.allocation.quotaAware)."""
         self._settings = settings
         self.quota = quota
+        self.avoider = avoider  # only for status(): it avoids nodes through the pod builder
         self._api = api
         self._store = store
         self._clock = clock
@@ -240,6 +243,7 @@ class ExecutorPodsAllocator:
                 "batches": self._pacer.status(),
                 "maximum_reached": self._ids.maximum_reached,
                 "quota": None if self.quota is None else self.quota.status(),
+                "avoided_nodes": None if self.avoider is None else self.avoider.status(),
             }
 
     # -- the round -----------------------------------------------------------------------------------

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.creator import PodSpecBuilder
+from k8s_backend.allocation.node_avoidance import NodeAvoider, NodeAvoidingPodBuilder
 from k8s_backend.allocation.oom_builder import OomAwarePodBuilder
 from k8s_backend.allocation.quota import PodDemand, QuotaGate, demand_from
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
@@ -56,6 +58,7 @@ from k8s_backend.lifecycle.oom import OomBooster, OomSettings
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.resources import executor_resources, memory_overhead_mib
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
+from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 from k8s_backend.tracking.monitor import ExecutorMonitor
@@ -418,7 +421,13 @@ def _allocator(
     booster: OomBooster | None,
 ) -> ExecutorPodsAllocator:
     metrics = runtime.monitoring
-    builder = app.builder if booster is None else OomAwarePodBuilder(app.builder, booster, app.conf.executor)
+    builder: PodSpecBuilder = (
+        app.builder if booster is None else OomAwarePodBuilder(app.builder, booster, app.conf.executor)
+    )
+    avoider = _node_avoider(app, runtime)
+    if avoider is not None:
+        builder = NodeAvoidingPodBuilder(builder, avoider)
+    observers = [o.observe_batch for o in (booster, avoider) if o is not None]
     allocator = ExecutorPodsAllocator(
         AllocatorSettings.from_conf(app.conf),
         app.identity,
@@ -430,11 +439,12 @@ def _allocator(
             known_executor_ids=lifecycle.registered_executor_ids,
             events=events,
             **({} if disruptions is None else {"departing_executor_ids": disruptions.departing_executor_ids}),
-            observe_batch=None if booster is None else booster.observe_batch,
+            observe_batch=None if not observers else functools.partial(_observe_all, observers),
         ),
         failures=failures,
         scheduler=runtime.scheduler,
         quota=_quota_gate(app, runtime, booster),
+        avoider=avoider,
     )
     if booster is not None:  # a custom profile's base overhead is the allocator's profile's
         default = app.conf.executor.default_profile
@@ -457,3 +467,20 @@ def _quota_gate(app: Application, runtime: Runtime, booster: OomBooster | None) 
         return demand_from(memory, resources.cpu_request, resources.cpu_limit)
 
     return QuotaGate(runtime.api, conf.namespace, demand_of)
+
+
+def _node_avoider(app: Application, runtime: Runtime) -> NodeAvoider | None:
+    lifecycle = app.conf.lifecycle
+    if lifecycle.node_failure_threshold <= 0:
+        return None
+    return NodeAvoider(
+        runtime.clock,
+        threshold=lifecycle.node_failure_threshold,
+        window=lifecycle.node_failure_window,
+        container_name=app.conf.executor.container_name,
+    )
+
+
+def _observe_all(observers: Sequence[Callable[[SnapshotBatch], None]], batch: SnapshotBatch) -> None:
+    for observe in observers:
+        observe(batch)

@@ -232,6 +232,27 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         check=_POSITIVE_TIME,
     ),
     Key(
+        "spark.kubernetes.executor.nodeFailures.threshold",
+        Kind.INT,
+        "0",
+        "Avoid failing nodes: after this many executor failures on one node within "
+        "`nodeFailures.window` that are not the application's own (the kubelet evicted the pod, the "
+        "container could not start, or it was killed by a signal other than an OOM kill), new executor "
+        "pods get a node anti-affinity against that node until the window expires; status() lists the "
+        "avoided nodes. `0`: off.",
+        field="lifecycle.node_failure_threshold",
+        check=at_least(0, "must be 0 (off) or more"),
+    ),
+    Key(
+        "spark.kubernetes.executor.nodeFailures.window",
+        Kind.DURATION_MS,
+        "10min",
+        "The window of `nodeFailures.threshold`: failures older than this are forgotten, and a node is "
+        "avoided until its failures fall out of it.",
+        field="lifecycle.node_failure_window",
+        check=_POSITIVE_TIME,
+    ),
+    Key(
         "spark.kubernetes.allocation.quotaAware",
         Kind.BOOL,
         "true",

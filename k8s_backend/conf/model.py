@@ -130,6 +130,8 @@ class LifecycleConf:
         "karpenter.sh/disruption",
     )
     disruption_node_interval: float = 5.0
+    node_failure_threshold: int = 0  # executor failures on one node (not the app's) to avoid it; 0: off
+    node_failure_window: float = 600.0
     quota_aware: bool = True  # cap allocation rounds at what the namespace's ResourceQuotas allow
     oom_overhead_factor: float = 1.0  # per OOM kill, the replacements' memory overhead x this (1: off)
     oom_max_overhead_factor: float = 2.0  # the bound of that raise
