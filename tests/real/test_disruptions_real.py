@@ -9,22 +9,36 @@ decommission, and how many replacements were Running before the first eviction w
 
 from __future__ import annotations
 
+import logging
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import yaml
-from backend_real_support import DRIVER_URL, all_pods, backend_conf, executors, running, until
+from backend_real_support import (
+    DRIVER_URL,
+    all_pods,
+    backend_conf,
+    executors,
+    fail_executor,
+    make_namespace,
+    running,
+    until,
+)
 
 from k8s_backend import KubernetesClusterSchedulerBackend
-from k8s_backend.kube.port import NODES, KubernetesApi, Resource
+from k8s_backend.allocation.quota import RESOURCE_QUOTAS
+from k8s_backend.kube.delegate import DelegatingKubernetesApi
+from k8s_backend.kube.port import NODES, ForbiddenError, KubernetesApi, Resource
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.local.control_plane import ControlPlaneBinaries
 from k8s_backend.local.kubelet import Node
 from k8s_backend.testing import LocalCluster
 
 pytestmark = [pytest.mark.real, pytest.mark.timeout(900)]
+_T = TypeVar("_T")
 
 # An executor that outlives SIGTERM for its grace period, as a decommissioning JVM does while its
 # blocks migrate: the evicted pod is seen terminating, with its DisruptionTarget condition.
@@ -223,6 +237,136 @@ def test_an_oom_killed_executor_is_replaced_with_more_overhead_by_the_process_ku
         )
         assert running(api, app, 1) and set(executors(api, app)) == {"2"}
         assert backend.status()["oom"]["profiles"] == {"0": {"ooms": 1, "factor": 1.5}}
+    finally:
+        backend.stop()
+        until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")
+
+
+class CountingApi(DelegatingKubernetesApi):
+    """Counts the pod creates the API server refuses with 403 (exceeded quota)."""
+
+    def __init__(self, api: KubernetesApi) -> None:
+        super().__init__(api)
+        self.refused = 0
+
+    def around(self, verb: str, resource: Resource, call: Callable[[], _T]) -> _T:
+        try:
+            return call()
+        except ForbiddenError:
+            if verb == "create" and resource.plural == "pods":
+                self.refused += 1
+            raise
+
+
+def allocate_into_quota(cluster: LocalCluster, template: Path, *, on: bool) -> dict[str, int]:
+    """50 executors into a namespace whose ResourceQuota fits 10 pods: the refused creates and log lines."""
+    namespace = f"quota-{'on' if on else 'off'}"
+    make_namespace(cluster, namespace)
+    api = cluster.api(namespace)
+    api.create(
+        RESOURCE_QUOTAS, namespace, {"metadata": {"name": "ten-pods"}, "spec": {"hard": {"pods": "10"}}}
+    )
+    until(
+        lambda: (api.get(RESOURCE_QUOTAS, namespace, "ten-pods").get("status") or {}).get("hard"),
+        "quota status",
+    )
+    app = f"spark-real-quota-{'on' if on else 'off'}"
+    conf = backend_conf(
+        app,
+        50,
+        template,
+        **{
+            "spark.kubernetes.namespace": namespace,
+            "spark.kubernetes.allocation.quotaAware": str(on).lower(),
+            "spark.kubernetes.allocation.batch.size": "10",
+            "spark.executor.maxNumFailures": "1000",  # so the refusals show, rather than end the run
+        },
+    )
+    counting = CountingApi(cluster.api(namespace))
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("k8s_backend").addHandler(handler)
+    backend = KubernetesClusterSchedulerBackend.create(conf, app_id=app, driver_url=DRIVER_URL, api=counting)
+    backend.start()
+    try:
+        until(lambda: running(api, app, 10, namespace), "10 executors Running (the quota's pods)")
+        if on:
+            until(lambda: backend.status()["allocator"]["quota"]["waiting_for"], "allocation waits for quota")
+        else:
+            until(lambda: counting.refused > 0, "a create refused over quota")
+        api.delete(RESOURCE_QUOTAS, namespace, "ten-pods")  # the quota frees
+        # Allocation resumes (starting all 50 as processes would only load the machine).
+        until(lambda: len(all_pods(api, app, namespace)) > 10, "more executor pods once the quota is gone")
+    finally:
+        backend.stop()
+        logging.getLogger("k8s_backend").removeHandler(handler)
+    warnings = [r for r in records if r.levelno >= logging.WARNING]
+    figures = {
+        "refused_creates": counting.refused,
+        "warning_lines": len(warnings),
+        "quota_wait_lines": sum("Allocation waits for quota" in r.getMessage() for r in records),
+    }
+    print(f"50 executors into a 10-pod quota, quotaAware={on}: {figures}")
+    return figures
+
+
+def test_quota_aware_allocation_sends_no_create_the_quota_refuses(
+    cluster: LocalCluster, template: Path
+) -> None:
+    on = allocate_into_quota(cluster, template, on=True)
+    assert on["refused_creates"] == 0
+    assert on["quota_wait_lines"] == 1
+    off = allocate_into_quota(cluster, template, on=False)
+    assert off["refused_creates"] > 0 and off["quota_wait_lines"] == 0
+
+
+def test_a_node_whose_executors_keep_being_killed_is_avoided_by_the_real_scheduler(
+    cluster: LocalCluster, template: Path
+) -> None:
+    app, api = "spark-real-avoid", cluster.api()
+    conf = backend_conf(
+        app,
+        4,
+        template,
+        **{
+            "spark.kubernetes.executor.nodeFailures.threshold": "2",
+            "spark.kubernetes.executor.nodeFailures.window": "10min",
+            "spark.executor.maxNumFailures": "100",
+        },
+    )
+    backend = KubernetesClusterSchedulerBackend.create(
+        conf, app_id=app, driver_url=DRIVER_URL, api=cluster.api()
+    )
+    backend.start()
+    try:
+        until(lambda: running(api, app, 4), "4 executors Running")
+        bad = node_of(executors(api, app)["1"])
+        killed: set[str] = set()
+        while not backend.status()["allocator"]["avoided_nodes"]:
+            on_bad = {i: p for i, p in executors(api, app).items() if node_of(p) == bad and i not in killed}
+            if on_bad and len(killed) < 2:
+                executor_id = min(on_bad, key=int)
+                fail_executor(cluster, on_bad[executor_id])  # SIGKILL: exit 137, not an OOM kill
+                killed.add(executor_id)
+            until(
+                lambda: (
+                    backend.status()["allocator"]["avoided_nodes"]
+                    or any(node_of(p) == bad and i not in killed for i, p in executors(api, app).items())
+                ),
+                "the node avoided, or another executor on it to kill",
+            )
+        avoided = backend.status()["allocator"]["avoided_nodes"]
+        assert [a["node"] for a in avoided] == [bad] and avoided[0]["failures"] == 2
+        highest = max(int(i) for i in executors(api, app))
+        backend.request_total_executors({0: 6})  # new executors after the avoidance
+        until(lambda: running(api, app, 6), "6 executors Running")
+        new = [p for i, p in executors(api, app).items() if int(i) > highest]
+        assert len(new) == 2 and all(node_of(p) != bad for p in new), [node_of(p) for p in new]
+        print(
+            f"avoided {bad} after {len(killed)} SIGKILLed executors; "
+            f"new executors on {[node_of(p) for p in new]}"
+        )
     finally:
         backend.stop()
         until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")
