@@ -24,6 +24,7 @@ from k8s_backend.allocation.driver_pod import fetch_driver_pod
 from k8s_backend.allocation.executor_ids import ExecutorIds, check_targets
 from k8s_backend.allocation.executor_requests import ExecutorRequests, RequestParts
 from k8s_backend.allocation.failures import ExecutorFailureTracker, FailureBudget
+from k8s_backend.allocation.node_avoidance import NodeAvoider
 from k8s_backend.allocation.pacing import BatchPacer
 from k8s_backend.allocation.pod_deletes import PodDeletes
 from k8s_backend.allocation.pod_index import PodIndex
@@ -35,6 +36,7 @@ from k8s_backend.allocation.policy import (
     plan_round,
 )
 from k8s_backend.allocation.pvcs import claim_names_in_use
+from k8s_backend.allocation.quota import QuotaGate
 from k8s_backend.allocation.settings import AllocatorIdentity, AllocatorListeners, AllocatorSettings
 from k8s_backend.common import Cancellable, Clock, Scheduler
 from k8s_backend.common.failure_sink import FailureReporter, FailureSink
@@ -74,11 +76,16 @@ class ExecutorPodsAllocator:
         listeners: AllocatorListeners | None = None,
         failures: FailureReporter | None = None,
         scheduler: Scheduler | None = None,
+        quota: QuotaGate | None = None,
+        avoider: NodeAvoider | None = None,
     ) -> None:
         """``failures``: where running out of ``spark.executor.maxNumFailures`` is reported (by default
         nowhere but the log). ``scheduler``: runs the early rounds of adaptive batches (without one, every
-        round waits for the store's next delivery)."""
+        round waits for the store's next delivery). ``quota``: caps each round at what the namespace's
+        ResourceQuotas allow (spark.kubernetes.allocation.quotaAware)."""
         self._settings = settings
+        self.quota = quota
+        self.avoider = avoider  # only for status(): it avoids nodes through the pod builder
         self._api = api
         self._store = store
         self._clock = clock
@@ -187,6 +194,11 @@ class ExecutorPodsAllocator:
 
     # -- queries -------------------------------------------------------------------------------------
 
+    def profile(self, rp_id: int) -> ResourceProfile | None:
+        """The resource profile of this id, if it was registered."""
+        with self._lock:
+            return self._profiles.get(rp_id)
+
     def is_deleted(self, executor_id: int) -> bool:
         """Whether the allocator deleted this executor's pod as excess (the driver refuses it)."""
         return executor_id in self._deleted
@@ -234,6 +246,8 @@ class ExecutorPodsAllocator:
                 "create_retries": self._retries.status(),
                 "batches": self._pacer.status(),
                 "maximum_reached": self._ids.maximum_reached,
+                "quota": None if self.quota is None else self.quota.status(),
+                "avoided_nodes": None if self.avoider is None else self.avoider.status(),
             }
 
     # -- the round -----------------------------------------------------------------------------------
@@ -243,6 +257,9 @@ class ExecutorPodsAllocator:
             if self._stopped:
                 return
         known = frozenset(self._listeners.known_executor_ids())
+        departing = frozenset(self._listeners.departing_executor_ids())
+        if self._listeners.observe_batch is not None:
+            self._listeners.observe_batch(batch)
         self._index.apply(batch)
         if self._retries.pending_ids:
             self._retries.forget_seen(batch.seen_executor_ids())
@@ -263,6 +280,7 @@ class ExecutorPodsAllocator:
                 deleted=self._deleted,
                 counted_failures=self._counted_failures,
                 scheduler_known=known,
+                departing=departing,
                 pvcs_exhausted=self._pvc_policy.exhausted(self._creator.pvc_counter),
                 index=self._index,
             )
@@ -319,7 +337,12 @@ class ExecutorPodsAllocator:
         if plan.requests and may_request and pace.may_create:
             if all_deleted:
                 pvcs_in_use = claim_names_in_use(batch)
-                for request in plan.requests:
+                requests = plan.requests
+                if self.quota is not None:
+                    with self._lock:
+                        profiles = dict(self._profiles)
+                    requests = self.quota.cap(requests, profiles)
+                for request in requests:
                     profile = self._profiles[request.rp_id]
                     self._requests.request(request, profile, pvcs_in_use, pace.concurrency, results)
             else:

@@ -86,6 +86,9 @@ class RoundInput:
     deleted: frozenset[int] = frozenset()
     counted_failures: frozenset[int] = frozenset()
     scheduler_known: frozenset[int] = frozenset()
+    # Executors being decommissioned on the cluster's notice (a drain, an eviction, an autoscaler's
+    # taint): still alive, but no longer counted, so their replacements are requested at once.
+    departing: frozenset[int] = frozenset()
     pvcs_exhausted: bool = False
     # The allocator's incrementally kept index of the batch's snapshot; None: built here (O(pods)).
     index: PodIndex | None = attrs.field(default=None, eq=False)
@@ -227,7 +230,9 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
         deleted = frozenset(i for i in deleted if i in pods_now)  # forget deleted pods once they are gone
     index = inp.index if inp.index is not None else PodIndex.of(batch.snapshot)
 
-    new_failures = _new_failures(batch, index, deleted, inp.counted_failures)
+    # A departing executor's end is the cluster's doing: neither counted as alive nor as a failure.
+    uncounted = deleted | inp.departing if inp.departing else deleted
+    new_failures = _new_failures(batch, index, uncounted, inp.counted_failures)
     # Fast path: with one profile every pod counts for it, whatever its label says.
     single_profile = len(inp.targets) <= 1
     every_profile = frozenset(index.profiles())
@@ -241,7 +246,7 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
         target = inp.targets[rp_id]
         rps = every_profile if single_profile else frozenset({rp_id})
         pending = sorted(
-            (pods_now[i] for i in index.ids(rps, PodPhase.PENDING) if i not in deleted),
+            (pods_now[i] for i in index.ids(rps, PodPhase.PENDING) if i not in uncounted),
             key=lambda s: s.executor_id,
         )
         pending_unknown = [s for s in pending if s.executor_id not in known]
@@ -249,13 +254,13 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
         counts = ProfileCounts(
             rp_id=rp_id,
             target=target,
-            running=_live_count(index, rps, PodPhase.RUNNING, deleted),
+            running=_live_count(index, rps, PodPhase.RUNNING, uncounted),
             pending_unknown=len(pending_unknown),
             pending_known=len(pending) - len(pending_unknown),
             newly_created=len(newly_for_rp),
             known_newly_created=sum(1 for r in known_newly.values() if r.rp_id == rp_id),
             # Improvement: an Unknown pod (node unreachable) is alive until proven otherwise.
-            unknown_phase=_live_count(index, rps, PodPhase.UNKNOWN, deleted),
+            unknown_phase=_live_count(index, rps, PodPhase.UNKNOWN, uncounted),
         )
         profiles.append(counts)
         pending_count = counts.pending_unknown
@@ -290,7 +295,8 @@ def plan_round(inp: RoundInput) -> AllocationPlan:
         newly_created=newly,
         scheduler_known_newly_created=known_newly,
         deleted=deleted,
-        counted_failures=inp.counted_failures | frozenset(new_failures),
+        # Departing executors are remembered as counted: their end never counts, even once forgotten.
+        counted_failures=inp.counted_failures | frozenset(new_failures) | inp.departing,
         new_failures=new_failures,
         lost_before_seen=lost,
         vanished=vanished,

@@ -13,6 +13,7 @@ from k8s_backend.allocation.pvcs import PvcReusePolicy
 from k8s_backend.conf.model import KubernetesConf, ResourceProfile
 from k8s_backend.kube.port import Obj
 from k8s_backend.lifecycle.executor_events import NO_EVENTS, ExecutorEvents
+from k8s_backend.snapshots.snapshot import SnapshotBatch
 
 
 @attrs.frozen
@@ -80,3 +81,7 @@ class AllocatorListeners:
 
     known_executor_ids: Callable[[], Collection[int]] = _no_known_executors
     events: ExecutorEvents = NO_EVENTS  # told of each executor requested (and why), or whose pod was refused
+    # Executors decommissioned on the cluster's notice: replaced at once (the disruption watcher's).
+    departing_executor_ids: Callable[[], Collection[int]] = _no_known_executors
+    # Sees each batch before the round (OOM-aware replacements count OOM kills before replacing them).
+    observe_batch: Callable[[SnapshotBatch], None] | None = None

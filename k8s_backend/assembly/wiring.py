@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.creator import PodSpecBuilder
+from k8s_backend.allocation.node_avoidance import NodeAvoider, NodeAvoidingPodBuilder
+from k8s_backend.allocation.oom_builder import OomAwarePodBuilder
+from k8s_backend.allocation.quota import PodDemand, QuotaGate, demand_from
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
 from k8s_backend.assembly.application import Application, check_identity, plan_application
 from k8s_backend.assembly.start_plan import (
@@ -39,17 +43,22 @@ from k8s_backend.backend.hooks import (
 from k8s_backend.backend.state import BackendState
 from k8s_backend.common import Clock, Scheduler, SystemClock, ThreadScheduler
 from k8s_backend.common.failure_sink import FailureSink
-from k8s_backend.conf.model import KubernetesConf, ScalingConf
+from k8s_backend.conf.model import KubernetesConf, ResourceProfile, ScalingConf
 from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.lifecycle.decisions import LifecycleDecider
+from k8s_backend.lifecycle.disruption_watcher import DisruptionWatcher, NodeReader
+from k8s_backend.lifecycle.disruptions import DisruptionDecider, parse_taints
 from k8s_backend.lifecycle.driver_port import DriverEndpoint, registered_executor_count
 from k8s_backend.lifecycle.executor_events import ExecutorEvents, ExecutorEventsFanout
 from k8s_backend.lifecycle.executor_ops import ExecutorOperations
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
+from k8s_backend.lifecycle.oom import OomBooster, OomSettings
 from k8s_backend.pods.builder import ExecutorPodBuilder
+from k8s_backend.pods.resources import executor_resources, memory_overhead_mib
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
+from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 from k8s_backend.tracking.monitor import ExecutorMonitor
@@ -245,8 +254,8 @@ def _parts(
     monitoring = runtime.monitoring
     # Every executor change reaches the monitor (histories, status, timeline) and the metrics by this route.
     events = ExecutorEventsFanout([monitor] if monitoring is None else [monitor, monitoring.failures])
-    lifecycle = _lifecycle(app.conf, runtime, store, events)
-    allocator = _allocator(app, runtime, store, lifecycle, events, failures)
+    booster = _oom_booster(app)
+    lifecycle = _lifecycle(app.conf, runtime, store, events, booster)
     operations = ExecutorOperations(
         runtime.api,
         runtime.scheduler,
@@ -256,6 +265,8 @@ def _parts(
         lifecycle=app.conf.lifecycle,
         driver=runtime.driver,
     )
+    disruptions = _disruptions(app.conf, runtime, store, events, operations)
+    allocator = _allocator(app, runtime, store, lifecycle, events, failures, disruptions, booster)
     stop_sequence = build_stop_sequence(
         app.conf,
         app_id=app.app_id,
@@ -289,6 +300,7 @@ def _parts(
         events=events,
         stop_sequence=stop_sequence,
         registered_executors=functools.partial(registered_executor_count, runtime.driver, store),
+        disruptions=disruptions,
     )
     if monitoring is not None:
         monitoring.attach(parts, has_driver=runtime.driver is not None)
@@ -333,8 +345,24 @@ def _monitor(
     )
 
 
+def _oom_booster(app: Application) -> OomBooster | None:
+    conf = app.conf
+    settings = OomSettings(conf.lifecycle.oom_overhead_factor, conf.lifecycle.oom_max_overhead_factor)
+    if not settings.enabled:
+        return None
+    default_overhead = memory_overhead_mib(conf.executor.default_profile, conf.executor)
+    # Until the allocator exists (see _allocator), every profile's base is the default profile's.
+    return OomBooster(
+        settings, container_name=conf.executor.container_name, base_overhead=lambda _: default_overhead
+    )
+
+
 def _lifecycle(
-    conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore, events: ExecutorEvents
+    conf: KubernetesConf,
+    runtime: Runtime,
+    store: ExecutorPodsSnapshotsStore,
+    events: ExecutorEvents,
+    oom: OomBooster | None = None,
 ) -> ExecutorPodsLifecycleManager:
     return ExecutorPodsLifecycleManager(
         runtime.api,
@@ -350,6 +378,35 @@ def _lifecycle(
         interval=conf.snapshots.event_processing_interval,
         driver=runtime.driver,
         events=events,
+        oom=oom,
+    )
+
+
+def _disruptions(
+    conf: KubernetesConf,
+    runtime: Runtime,
+    store: ExecutorPodsSnapshotsStore,
+    events: ExecutorEvents,
+    operations: ExecutorOperations,
+) -> DisruptionWatcher | None:
+    lifecycle = conf.lifecycle
+    if not lifecycle.disruption_decommission:
+        return None
+    decider = DisruptionDecider(taints=parse_taints(lifecycle.disruption_taints))
+    nodes = (
+        NodeReader(runtime.api, runtime.clock, interval=lifecycle.disruption_node_interval)
+        if decider.reads_nodes
+        else None
+    )
+    return DisruptionWatcher(
+        store,
+        runtime.clock,
+        decider=decider,
+        nodes=nodes,
+        interval=conf.snapshots.event_processing_interval,
+        driver=runtime.driver,
+        events=events,
+        label=operations.label_decommissioning,
     )
 
 
@@ -360,19 +417,70 @@ def _allocator(
     lifecycle: ExecutorPodsLifecycleManager,
     events: ExecutorEvents,
     failures: FailureSink,
+    disruptions: DisruptionWatcher | None,
+    booster: OomBooster | None,
 ) -> ExecutorPodsAllocator:
     metrics = runtime.monitoring
-    return ExecutorPodsAllocator(
+    builder: PodSpecBuilder = (
+        app.builder if booster is None else OomAwarePodBuilder(app.builder, booster, app.conf.executor)
+    )
+    avoider = _node_avoider(app, runtime)
+    if avoider is not None:
+        builder = NodeAvoidingPodBuilder(builder, avoider)
+    observers = [o.observe_batch for o in (booster, avoider) if o is not None]
+    allocator = ExecutorPodsAllocator(
         AllocatorSettings.from_conf(app.conf),
         app.identity,
         runtime.api,
-        app.builder,
+        builder,
         store if metrics is None else metrics.timed(store),  # each round timed
         runtime.clock,
         listeners=AllocatorListeners(
             known_executor_ids=lifecycle.registered_executor_ids,
             events=events,
+            **({} if disruptions is None else {"departing_executor_ids": disruptions.departing_executor_ids}),
+            observe_batch=None if not observers else functools.partial(_observe_all, observers),
         ),
         failures=failures,
         scheduler=runtime.scheduler,
+        quota=_quota_gate(app, runtime, booster),
+        avoider=avoider,
     )
+    if booster is not None:  # a custom profile's base overhead is the allocator's profile's
+        default = app.conf.executor.default_profile
+        booster.base_overhead = lambda rp_id: memory_overhead_mib(
+            allocator.profile(rp_id) or default, app.conf.executor
+        )
+    return allocator
+
+
+def _quota_gate(app: Application, runtime: Runtime, booster: OomBooster | None) -> QuotaGate | None:
+    conf = app.conf
+    if not conf.lifecycle.quota_aware:
+        return None
+
+    def demand_of(profile: ResourceProfile) -> PodDemand:
+        resources = executor_resources(profile, conf.executor)
+        memory = resources.total_mib
+        if booster is not None:  # the raise of OOM-aware replacements counts against quotas too
+            memory += booster.overhead_mib(profile.id, resources.overhead_mib) - resources.overhead_mib
+        return demand_from(memory, resources.cpu_request, resources.cpu_limit)
+
+    return QuotaGate(runtime.api, conf.namespace, demand_of)
+
+
+def _node_avoider(app: Application, runtime: Runtime) -> NodeAvoider | None:
+    lifecycle = app.conf.lifecycle
+    if lifecycle.node_failure_threshold <= 0:
+        return None
+    return NodeAvoider(
+        runtime.clock,
+        threshold=lifecycle.node_failure_threshold,
+        window=lifecycle.node_failure_window,
+        container_name=app.conf.executor.container_name,
+    )
+
+
+def _observe_all(observers: Sequence[Callable[[SnapshotBatch], None]], batch: SnapshotBatch) -> None:
+    for observe in observers:
+        observe(batch)

@@ -26,6 +26,7 @@ from k8s_backend.errors import BackendStateError
 from k8s_backend.gang.gate import GateState
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import Obj
+from k8s_backend.lifecycle.disruption_watcher import DisruptionWatcher
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.lifecycle.executor_events import ExecutorEvents
 from k8s_backend.lifecycle.executor_ops import ExecutorOperations
@@ -66,6 +67,7 @@ class BackendParts:
     events: ExecutorEvents  # the one route by which executors' changes reach the monitor and metrics
     stop_sequence: StopSequence
     registered_executors: Callable[[], int]  # executors registered with the driver (or running pods)
+    disruptions: DisruptionWatcher | None = None  # decommission on the cluster's notice (None: off)
 
 
 @attrs.frozen
@@ -207,6 +209,7 @@ class SchedulerBackendHooks:
             lambda: parts.allocator.set_total_expected_executors({0: self._scaling.initial_target}),
             lambda: parts.monitor.target(self._scaling.initial_target),
             parts.lifecycle.start,
+            self._start_disruptions,
             parts.monitor.start,
             self._start_progress,
             self._start_publishing,
@@ -224,6 +227,10 @@ class SchedulerBackendHooks:
         except Exception as error:
             self._failures.report(f"the backend could not start: {error}")
             raise
+
+    def _start_disruptions(self) -> None:
+        if self.parts.disruptions is not None:
+            self.parts.disruptions.start()
 
     def stop(self) -> None:
         """Stop everything and clean up, within ``spark.kubernetes.stopTimeout`` (cleanup still under
@@ -349,6 +356,8 @@ class SchedulerBackendHooks:
             ],
             "executors": parts.monitor.summary(),
             "gang": None if self._gang is None else self._gang.status(),
+            "disruptions": None if parts.disruptions is None else parts.disruptions.status(),
+            "oom": None if parts.lifecycle.oom is None else parts.lifecycle.oom.status(),
             "watch": parts.watch_source.health(),
             "polls": parts.polling_source.polls,
             "history": [

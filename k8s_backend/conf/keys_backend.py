@@ -9,6 +9,7 @@ from k8s_backend.conf.spec import (
     Kind,
     at_least,
     between,
+    each,
     greater_than,
     not_empty,
     one_of,
@@ -199,6 +200,87 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "Value of that label (empty when unset).",
         field="lifecycle.decommission_label_value",
         check=LABEL_VALUE,
+    ),
+    Key(
+        "spark.kubernetes.executor.disruption.decommissionOnNotice",
+        Kind.BOOL,
+        "true",
+        "Decommission an executor as soon as the cluster announces it will take the pod away: the pod's "
+        "`DisruptionTarget` condition (eviction, preemption) or its node cordoned or carrying one of "
+        "`disruption.nodeTaints`. Spark's graceful path runs (its blocks migrate when "
+        "`spark.decommission.enabled` and `spark.storage.decommission.*` are on) and a replacement is "
+        "requested at once. See docs/disruptions.md.",
+        field="lifecycle.disruption_decommission",
+    ),
+    Key(
+        "spark.kubernetes.executor.disruption.nodeTaints",
+        Kind.LIST,
+        "node.kubernetes.io/unschedulable,ToBeDeletedByClusterAutoscaler,karpenter.sh/disrupted,"
+        "karpenter.sh/disruption",
+        "Node taint keys that announce a node's removal (`node.kubernetes.io/unschedulable` also matches "
+        "a cordoned node). Reading nodes needs get/list/watch on nodes for the driver's service account; "
+        "without it one warning is logged and only the pods' condition counts. Empty: nodes are not read.",
+        field="lifecycle.disruption_taints",
+        check=each(LABEL_KEY),
+    ),
+    Key(
+        "spark.kubernetes.executor.disruption.nodeCheckInterval",
+        Kind.DURATION_MS,
+        "5s",
+        "How often nodes are listed (one request, from the API server's cache) for cordons and taints.",
+        field="lifecycle.disruption_node_interval",
+        check=_POSITIVE_TIME,
+    ),
+    Key(
+        "spark.kubernetes.executor.nodeFailures.threshold",
+        Kind.INT,
+        "0",
+        "Avoid failing nodes: after this many executor failures on one node within "
+        "`nodeFailures.window` that are not the application's own (the kubelet evicted the pod, the "
+        "container could not start, or it was killed by a signal other than an OOM kill), new executor "
+        "pods get a node anti-affinity against that node until the window expires; status() lists the "
+        "avoided nodes. `0`: off.",
+        field="lifecycle.node_failure_threshold",
+        check=at_least(0, "must be 0 (off) or more"),
+    ),
+    Key(
+        "spark.kubernetes.executor.nodeFailures.window",
+        Kind.DURATION_MS,
+        "10min",
+        "The window of `nodeFailures.threshold`: failures older than this are forgotten, and a node is "
+        "avoided until its failures fall out of it.",
+        field="lifecycle.node_failure_window",
+        check=_POSITIVE_TIME,
+    ),
+    Key(
+        "spark.kubernetes.allocation.quotaAware",
+        Kind.BOOL,
+        "true",
+        "Before creating executor pods, list the namespace's ResourceQuotas (and LimitRanges' container "
+        "defaults) and cap the round at what fits, logging once which quota and resource allocation waits "
+        "for; allocation resumes when the quota frees. Needs list on resourcequotas and limitranges "
+        "(one warning and no cap without it). Scoped quotas are not modelled (the API server enforces "
+        "them).",
+        field="lifecycle.quota_aware",
+    ),
+    Key(
+        "spark.kubernetes.executor.oom.overheadFactor",
+        Kind.FLOAT,
+        "1.0",
+        "OOM-aware replacements: after each OOM kill of an executor (exit 137, `OOMKilled`) the memory "
+        "overhead of its resource profile's new pods is multiplied by this (e.g. `1.5`), up to "
+        "`oom.maxOverheadFactor`. The heap (`spark.executor.memory`) is unchanged. `1.0`: off. The loss "
+        "reason, status() and the log say what was raised.",
+        field="lifecycle.oom_overhead_factor",
+        check=between(1.0, 10.0, "must be between 1.0 (off) and 10.0"),
+    ),
+    Key(
+        "spark.kubernetes.executor.oom.maxOverheadFactor",
+        Kind.FLOAT,
+        "2.0",
+        "The bound of the OOM-aware raise: the overhead is at most the configured one times this.",
+        field="lifecycle.oom_max_overhead_factor",
+        check=between(1.0, 100.0, "must be between 1.0 and 100.0"),
     ),
     Key(
         "spark.kubernetes.dynamicAllocation.deleteGracePeriod",

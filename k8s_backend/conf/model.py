@@ -128,6 +128,19 @@ class LifecycleConf:
     delete_on_termination: bool = True
     decommission_label: str | None = None
     decommission_label_value: str = ""
+    disruption_decommission: bool = True  # act on DisruptionTarget, cordons and disruption taints
+    disruption_taints: tuple[str, ...] = (
+        "node.kubernetes.io/unschedulable",
+        "ToBeDeletedByClusterAutoscaler",
+        "karpenter.sh/disrupted",
+        "karpenter.sh/disruption",
+    )
+    disruption_node_interval: float = 5.0
+    node_failure_threshold: int = 0  # executor failures on one node (not the app's) to avoid it; 0: off
+    node_failure_window: float = 600.0
+    quota_aware: bool = True  # cap allocation rounds at what the namespace's ResourceQuotas allow
+    oom_overhead_factor: float = 1.0  # per OOM kill, the replacements' memory overhead x this (1: off)
+    oom_max_overhead_factor: float = 2.0  # the bound of that raise
     delete_grace_period: float = 5.0  # spark.kubernetes.dynamicAllocation.deleteGracePeriod
     max_executor_failures: int | None = None  # None: max(3, 2 x max executors)
     failures_validity_interval: float | None = None

@@ -53,6 +53,7 @@ NAMESPACES = Resource("Namespace", "namespaces", namespaced=False)
 POD_GROUPS = Resource("PodGroup", "podgroups", group="scheduling.volcano.sh", version="v1beta1")
 LEASES = Resource("Lease", "leases", group="coordination.k8s.io")  # a client-mode driver's heartbeat
 EVENTS = Resource("Event", "events")  # core/v1 Events, read by `k8s-backend events`
+NODES = Resource("Node", "nodes", namespaced=False)  # read for cordons and disruption taints
 
 KNOWN_RESOURCES: tuple[Resource, ...] = (
     PODS,

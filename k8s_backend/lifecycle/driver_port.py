@@ -28,6 +28,11 @@ class DriverEndpoint(Protocol):
         """Tell the driver an executor is lost (asynchronous on the driver side)."""
         ...
 
+    def decommission_executor(self, executor_id: str, reason: str) -> None:
+        """Decommission an executor through Spark's graceful path (no new tasks; its shuffle and cached
+        blocks migrate when spark.storage.decommission.* is on), keeping the executor target as it is."""
+        ...
+
     def registered_executors(self) -> Mapping[str, float]:
         """Executor id -> registration time (epoch seconds) of the executors the driver knows."""
         ...

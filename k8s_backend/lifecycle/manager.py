@@ -24,6 +24,7 @@ from k8s_backend.lifecycle.decisions import (
 )
 from k8s_backend.lifecycle.driver_port import DriverEndpoint
 from k8s_backend.lifecycle.executor_events import NO_EVENTS, ExecutorEvents
+from k8s_backend.lifecycle.oom import OomBooster
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.states import INACTIVE_LABEL
 from k8s_backend.snapshots.store import SnapshotsStore
@@ -54,6 +55,7 @@ class ExecutorPodsLifecycleManager:
         driver: DriverEndpoint | None = None,
         events: ExecutorEvents = NO_EVENTS,
         recent_losses: int = 20,
+        oom: OomBooster | None = None,
     ) -> None:
         self._api = api
         self._store = store
@@ -66,6 +68,7 @@ class ExecutorPodsLifecycleManager:
         self._driver = driver
         self._events = events  # told of every removal, before the driver
         self.recent_losses: collections.deque[RecordedLoss] = collections.deque(maxlen=recent_losses)
+        self.oom = oom  # OOM-aware replacements: counts OOM kills, and the loss reason says what it raised
 
     @property
     def memory(self) -> LifecycleMemory:
@@ -90,6 +93,8 @@ class ExecutorPodsLifecycleManager:
         return registered
 
     def on_new_snapshots(self, batch: SnapshotBatch) -> None:
+        if self.oom is not None:
+            self.oom.observe_batch(batch)
         decision = self._decider.decide(batch, self.registered_executors(), self._clock.now(), self._memory)
         self._memory = decision.memory
         for action in decision.actions:
@@ -105,7 +110,14 @@ class ExecutorPodsLifecycleManager:
 
     def _remove_from_driver(self, action: RemoveFromDriver) -> None:
         loss = action.loss
+        raised = None if self.oom is None else self.oom.take(action.executor_id)
+        note = None if raised is None else raised.describe()
+        if note is not None:  # after the headline, so the one-line summary stays what happened
+            headline, _, rest = loss.message.partition("\n")
+            loss = attrs.evolve(loss, message=f"{headline}\n{note}.\n{rest}")
         summary = loss.message.strip().splitlines()[0] if loss.message.strip() else ""
+        if note is not None:
+            summary = f"{summary} ({note})"
         self.recent_losses.append(
             RecordedLoss(
                 action.executor_id, self._clock.now(), loss.exit_code, loss.exit_caused_by_app, summary

@@ -72,6 +72,12 @@ class JvmDriverEndpoint:
         except Exception:
             log.warning("Could not report the loss of executor %s to Spark", executor_id, exc_info=True)
 
+    def decommission_executor(self, executor_id: str, reason: str) -> None:
+        try:
+            self._java.decommissionExecutorByBackend(executor_id, reason)
+        except Exception:
+            log.warning("Could not ask Spark to decommission executor %s", executor_id, exc_info=True)
+
     def disable_executor(self, executor_id: str) -> None:
         try:
             self._java.disableExecutorById(executor_id)

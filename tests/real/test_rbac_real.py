@@ -102,7 +102,11 @@ def test_the_driver_role_is_enough_for_allocation_replacement_and_cleanup(
     assert admin.list(SECRETS, TEAM, label_selector=selector).items == []
     assert [lease["metadata"]["name"] for lease in admin.list(LEASES, TEAM).items] == []
     refused = [r.getMessage() for r in caplog.records if "forbidden" in r.getMessage().lower()]
-    assert refused == [], refused
+    # Nodes are read with the optional ClusterRole (examples/kubernetes/driver-nodes-rbac.yaml): without
+    # it, one warning, and decommission on notice goes on with the pods' DisruptionTarget condition.
+    nodes = [m for m in refused if m.startswith("Cannot read nodes")]
+    assert len(nodes) == 1 and "driver-nodes-rbac.yaml" in nodes[0], refused
+    assert [m for m in refused if m not in nodes] == [], refused
     api.close()
 
 

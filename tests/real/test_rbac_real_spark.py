@@ -82,4 +82,7 @@ def test_a_pyspark_job_runs_and_cleans_up_with_the_driver_token_alone(
     until(lambda: admin.list(CONFIG_MAPS, NAMESPACE, label_selector=selector).items == [], "ConfigMap gone")
     assert admin.list(SECRETS, NAMESPACE, label_selector=selector).items == []
     assert admin.list(LEASES, NAMESPACE).items == []
-    assert "forbidden" not in done.stderr.lower(), done.stderr[-5000:]
+    # Reading nodes needs the optional ClusterRole (examples/kubernetes/driver-nodes-rbac.yaml): without
+    # it, one warning; nothing else may be refused.
+    refused = [line for line in done.stderr.splitlines() if "forbidden" in line.lower()]
+    assert [line for line in refused if "Cannot read nodes" not in line] == [], done.stderr[-5000:]

@@ -177,6 +177,20 @@ def test_pods_deleted_as_excess_do_not_count_toward_the_target() -> None:
     assert requested(p) == {0: 1}
 
 
+def test_departing_executors_are_replaced_at_once_while_their_pods_still_run() -> None:
+    snapshot = batch([state(1, "Running"), state(2, "Running"), state(3, "Pending")])
+    p = plan(snapshot, {0: 3}, departing=frozenset({1, 3}), scheduler_known=frozenset({1, 2, 3}))
+    assert requested(p) == {0: 2}
+    assert p.profiles[0].running == 1 and p.profiles[0].pending_known == 0
+
+
+def test_a_departing_executors_failure_is_not_counted_as_one() -> None:
+    p = plan(batch([state(1, "Failed"), state(2, "Failed")]), {0: 2}, departing=frozenset({1}))
+    assert p.new_failures == (2,)
+    assert p.counted_failures == {1, 2}, "a departed executor's failure never counts, even once forgotten"
+    assert requested(p) == {0: 2}
+
+
 # -- counting per profile --------------------------------------------------------------------------
 
 

@@ -1,6 +1,8 @@
 """Lean API traffic: a plain N-executor run (client mode, defaults) sends at most N + 6 requests, as
 Spark's backend does: recovery's list at start serves the watch too, and stop() skips the service and
-claim deletes a client-mode driver never needs."""
+claim deletes a client-mode driver never needs. Reading nodes for disruption notices adds one list per
+spark.kubernetes.executor.disruption.nodeCheckInterval (none with an empty nodeTaints); quota-aware
+allocation one list of ResourceQuotas per round that creates pods."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.kube.delegate import DelegatingKubernetesApi
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, PVCS, SERVICES, Resource
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NODES, PODS, PVCS, SERVICES, Resource
 from k8s_backend.testing import FakeKubernetes
 
 _T = TypeVar("_T")
@@ -74,12 +76,32 @@ def test_a_plain_run_sends_at_most_n_plus_6_requests(executors: int) -> None:
     api = run_plain(fake, executors)
     creates = [r for r in api.requests if r == ("create", "pods")]
     assert len(creates) == executors
-    assert len(api.requests) <= executors + 6, api.requests
+    # Decommission on notice lists nodes once per nodeCheckInterval (5 s): one list in a short run.
+    node_lists = api.requests.count(("list", NODES.plural))
+    assert 1 <= node_lists <= 2, api.requests
+    # Quota-aware allocation lists the ResourceQuotas once per round that creates pods (one round here;
+    # the LimitRanges only when a quota exists, none here).
+    quota_lists = api.requests.count(("list", "resourcequotas"))
+    assert quota_lists == 1 and ("list", "limitranges") not in api.requests, api.requests
+    assert len(api.requests) - node_lists - quota_lists <= executors + 6, api.requests
     assert api.requests.count(("list", "pods")) == 1  # recovery's list, shared with the watch
     # And stop() still leaves nothing: the Lease's delete collected the ConfigMap it owns.
     assert fake.objects(PODS, "default") == []
     assert fake.objects(CONFIG_MAPS, "default") == []
     assert fake.objects(LEASES, "default") == []
+
+
+def test_without_node_signals_and_quota_reads_the_run_stays_within_n_plus_6() -> None:
+    api = run_plain(
+        FakeKubernetes(),
+        4,
+        **{
+            "spark.kubernetes.executor.disruption.nodeTaints": "",
+            "spark.kubernetes.allocation.quotaAware": "false",
+        },
+    )
+    assert ("list", NODES.plural) not in api.requests and ("list", "resourcequotas") not in api.requests
+    assert len(api.requests) <= 4 + 6, api.requests
 
 
 def test_client_mode_skips_the_service_and_claim_deletes_it_never_needs() -> None:
@@ -125,6 +147,9 @@ class StoppingDriver:
     def registered_executors(self) -> dict[str, float]:
         return dict(self.registered)
 
+    def decommission_executor(self, executor_id: str, reason: str) -> None:
+        pass
+
     def application_failed(self, reason: str) -> None:
         pass
 
@@ -169,5 +194,7 @@ def test_with_a_driver_the_executors_exits_at_stop_are_seen_on_the_watch_without
     assert "let the executors exit" in backend.parts.stop_sequence.completed
     assert not [r for r in caplog.records if "still running after" in r.getMessage()]
     assert api.requests.count(("list", "pods")) == 1, api.requests  # the start's list only
-    assert len(api.requests) <= executors + 6, api.requests
+    node_lists = api.requests.count(("list", NODES.plural))  # one per nodeCheckInterval (5 s)
+    quota_lists = api.requests.count(("list", "resourcequotas"))  # one per round that creates
+    assert len(api.requests) - node_lists - quota_lists <= executors + 6, api.requests
     assert fake.objects(PODS, "default") == []

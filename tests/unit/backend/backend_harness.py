@@ -37,6 +37,10 @@ class RecordingDriver:
         self.removed: list[tuple[str, ExecutorLoss]] = []
         self.registered: dict[str, float] = {}
         self.failures: list[str] = []
+        self.decommissioned: list[tuple[str, str]] = []
+
+    def decommission_executor(self, executor_id: str, reason: str) -> None:
+        self.decommissioned.append((executor_id, reason))
 
     def remove_executor(self, executor_id: str, loss: ExecutorLoss) -> None:
         self.removed.append((executor_id, loss))

@@ -15,15 +15,32 @@ import yaml
 from backend_harness import BASE_CONF, RecordingDriver, create_backend
 from repo import REPO_ROOT
 
+from k8s_backend.allocation.quota import LIMIT_RANGES, RESOURCE_QUOTAS
 from k8s_backend.cli.common.submit_args import parse_submit_args
 from k8s_backend.cli.submit.client_mode import client_needs
 from k8s_backend.cli.submit.submission import build_submission
 from k8s_backend.common import DeterministicScheduler, ManualClock
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, POD_GROUPS, PODS, PVCS, SECRETS, SERVICES
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NODES, POD_GROUPS, PODS, PVCS, SECRETS, SERVICES
 from k8s_backend.testing import FakeKubernetes
 
 RBAC_FILE = REPO_ROOT / "examples" / "kubernetes" / "driver-rbac.yaml"
-GROUP_OF = {r.plural: r.group for r in (PODS, CONFIG_MAPS, SECRETS, SERVICES, PVCS, POD_GROUPS, LEASES)}
+NODES_RBAC_FILE = REPO_ROOT / "examples" / "kubernetes" / "driver-nodes-rbac.yaml"
+GROUP_OF = {
+    r.plural: r.group
+    for r in (
+        PODS,
+        CONFIG_MAPS,
+        SECRETS,
+        SERVICES,
+        PVCS,
+        POD_GROUPS,
+        LEASES,
+        NODES,
+        RESOURCE_QUOTAS,
+        LIMIT_RANGES,
+    )
+}
+CLUSTER_SCOPED = {NODES.plural}  # granted by the optional ClusterRole, not by the Role
 RBAC_VERB = {"delete_collection": "deletecollection"}  # the port's verb names are RBAC's otherwise
 PVC = "spark.kubernetes.executor.volumes.persistentVolumeClaim.data."
 EVERY_FEATURE = {
@@ -51,6 +68,17 @@ def role_rules() -> set[Permission]:
     return granted
 
 
+def cluster_role_rules() -> set[Permission]:
+    documents = list(yaml.safe_load_all(NODES_RBAC_FILE.read_text(encoding="utf-8")))
+    assert [d["kind"] for d in documents] == ["ClusterRole"]
+    granted: set[Permission] = set()
+    for rule in documents[0]["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted |= {(group, resource, verb) for verb in rule["verbs"]}
+    return granted
+
+
 def recorded(fake: FakeKubernetes) -> set[Permission]:
     return {
         (GROUP_OF[c.resource_plural], c.resource_plural, RBAC_VERB.get(c.verb, c.verb)) for c in fake.calls
@@ -59,6 +87,11 @@ def recorded(fake: FakeKubernetes) -> set[Permission]:
 
 def run_backend(fake: FakeKubernetes, scheduler: DeterministicScheduler, conf: dict[str, str]) -> None:
     """Allocation, decommissioned, failed and killed executors, heartbeat renewals, a scale-down, stop."""
+    # A quota with room, so quota-aware allocation reads the LimitRanges too.
+    quota = {"metadata": {"name": "room"}, "spec": {"hard": {"pods": "100"}}}
+    fake.create(RESOURCE_QUOTAS, "default", quota)
+    fake.patch_status(RESOURCE_QUOTAS, "default", "room", {"hard": {"pods": "100"}, "used": {"pods": "0"}})
+    fake.reset_calls()
     backend = create_backend(
         {**BASE_CONF, **conf}, api=fake, driver=RecordingDriver(), clock=scheduler.clock, scheduler=scheduler
     )
@@ -128,9 +161,12 @@ def submit_checks(tmp_path: Path) -> set[Permission]:
 
 def test_the_driver_role_grants_exactly_the_calls_the_backend_makes(tmp_path: Path) -> None:
     needed = backend_calls() | submit_checks(tmp_path)
+    namespaced = {p for p in needed if p[1] not in CLUSTER_SCOPED}
     granted = role_rules()
-    assert needed - granted == set(), "calls the Role does not allow"
-    assert granted - needed == set(), "permissions the Role grants and nothing uses"
+    assert namespaced - granted == set(), "calls the Role does not allow"
+    assert granted - namespaced == set(), "permissions the Role grants and nothing uses"
+    # Nodes (decommission on notice) are read with the optional ClusterRole, exactly.
+    assert needed - namespaced == cluster_role_rules() == {("", "nodes", "list")}
 
 
 def test_every_feature_that_calls_the_api_was_exercised() -> None:
@@ -145,6 +181,8 @@ def test_every_feature_that_calls_the_api_was_exercised() -> None:
         ("", "pods", "patch"),
         ("coordination.k8s.io", "leases", "patch"),
         ("", "services", "deletecollection"),
+        ("", "resourcequotas", "list"),
+        ("", "limitranges", "list"),
     ]:
         assert expected in calls
 
@@ -165,4 +203,4 @@ def docs_page_rules() -> set[Permission]:
 
 
 def test_the_permissions_page_lists_the_same_permissions() -> None:
-    assert docs_page_rules() == role_rules()
+    assert docs_page_rules() == role_rules() | cluster_role_rules()

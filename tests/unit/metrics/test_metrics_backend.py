@@ -37,6 +37,9 @@ class Driver:
     def registered_executors(self) -> dict[str, float]:
         return dict(self.registered)
 
+    def decommission_executor(self, executor_id: str, reason: str) -> None:
+        pass
+
     def application_failed(self, reason: str) -> None:
         pass
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from k8s_backend.conf.model import ResourceProfile, ResourceRequest
 from k8s_backend.errors import ConfigError
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
+from k8s_backend.spark import bridge
 from k8s_backend.spark.bridge import JvmDriverEndpoint, PythonBackendCallbacks
 from k8s_backend.spark.master import MasterKind, is_pyk8s, parse_master
 from k8s_backend.spark.profiles import parse_request
@@ -224,8 +226,18 @@ class TestJvmDriverEndpoint:
         driver.application_failed("too many executor failures")
         assert java.calls == [("disableExecutorById", "5"), ("failApplication", "too many executor failures")]
 
+    def test_a_decommission_on_notice_reaches_the_jvm_with_its_reason(self) -> None:
+        java = FakeJavaBackend()
+        JvmDriverEndpoint(java).decommission_executor("6", "k8s_backend: node n1 is cordoned")
+        assert java.calls == [("decommissionExecutorByBackend", "6", "k8s_backend: node n1 is cordoned")]
+        # The name Python calls is the JVM backend's public method (Py4J resolves it by name).
+        java_source = Path(bridge.__file__).parent / "java/io/k8sbackend/bridge/PyK8sSchedulerBackend.java"
+        declared = java_source.read_text(encoding="utf-8")
+        assert "public boolean decommissionExecutorByBackend(String executorId, String reason)" in declared
+
     def test_jvm_errors_are_logged_not_raised(self) -> None:
         driver = JvmDriverEndpoint(FakeJavaBackend(fail=True))
+        driver.decommission_executor("1", "x")
         driver.remove_executor("1", ExecutorLoss(1, True, "x"))
         driver.disable_executor("1")
         driver.application_failed("x")

@@ -179,6 +179,27 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
         return remove(executorId, ExecutorKilled$.MODULE$);
     }
 
+    /**
+     * Decommission an executor the cluster is about to take away (Python noticed a drain, an eviction or
+     * an autoscaler's taint): Spark's graceful path, block migration included when
+     * {@code spark.storage.decommission.*} is on. The executor target is kept, so the executor is replaced;
+     * Python already labelled the pod, so the hook is not forwarded back to it.
+     */
+    @SuppressWarnings("unchecked")
+    public boolean decommissionExecutorByBackend(String executorId, String reason) {
+        if (stopping) {
+            return false;
+        }
+        try {
+            Tuple2<String, ExecutorDecommissionInfo>[] one = new Tuple2[] {
+                new Tuple2<>(executorId, new ExecutorDecommissionInfo(reason, Option.empty()))};
+            return !super.decommissionExecutors(one, false, false).isEmpty();
+        } catch (RuntimeException e) {
+            LOG.warn("Could not decommission executor " + executorId, e);
+            return false;
+        }
+    }
+
     /** Stop scheduling tasks on an executor until its loss reason is known. */
     public boolean disableExecutorById(String executorId) {
         BridgeDriverEndpoint current = endpoint;

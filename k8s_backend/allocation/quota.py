@@ -1,0 +1,254 @@
+"""Quota-aware allocation: cap a round's requests at what the namespace's ResourceQuotas still allow.
+
+:func:`cap_requests` is pure: the round's requests, each profile's per-pod demand and the quotas (their
+``status.hard`` and ``status.used``) in, the capped requests and the quota that holds allocation back
+out. :class:`QuotaGate` lists the quotas (and the LimitRanges' container defaults, which fill a limit the
+executor pod does not set) when a round wants pods, logs once that allocation waits (naming the quota and
+the resource) and once that it resumes, and degrades to no cap, with one warning, when it may not list.
+
+Quotas with scopes (``scopes``, ``scopeSelector``) are skipped: whether they apply depends on the pod's
+priority class, termination and QoS, which this does not model; the API server still enforces them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+import attrs
+
+from k8s_backend.allocation.policy import RequestExecutors
+from k8s_backend.conf.model import ResourceProfile
+from k8s_backend.kube.port import ForbiddenError, KubernetesApi, Obj, Resource, UnauthorizedError
+from k8s_backend.kube.quantity import parse_quantity
+
+log = logging.getLogger(__name__)
+
+RESOURCE_QUOTAS = Resource("ResourceQuota", "resourcequotas")
+LIMIT_RANGES = Resource("LimitRange", "limitranges")
+
+
+@attrs.frozen
+class QuotaView:
+    """One ResourceQuota: its name and, per resource name, what it allows and what is used."""
+
+    name: str
+    hard: Mapping[str, Decimal]
+    used: Mapping[str, Decimal]
+
+    @classmethod
+    def of(cls, quota: Obj) -> QuotaView | None:
+        """The view of a ResourceQuota object; None for a scoped quota (not modelled) or no status yet."""
+        spec = quota.get("spec") or {}
+        if spec.get("scopes") or spec.get("scopeSelector"):
+            return None
+        status = quota.get("status") or {}
+        hard, used = status.get("hard") or spec.get("hard") or {}, status.get("used") or {}
+        name = str((quota.get("metadata") or {}).get("name", ""))
+        return cls(name, _quantities(hard), _quantities(used))
+
+
+def _quantities(values: Mapping[str, Any]) -> dict[str, Decimal]:
+    out: dict[str, Decimal] = {}
+    for key, value in values.items():
+        try:
+            out[str(key)] = parse_quantity(value, field=str(key))
+        except Exception:
+            continue  # a quantity we cannot read caps nothing; the API server still enforces it
+    return out
+
+
+@attrs.frozen
+class PodDemand:
+    """What one executor pod of a profile counts against quotas (cpu in cores, memory in bytes)."""
+
+    cpu_request: Decimal
+    memory_request: Decimal
+    cpu_limit: Decimal | None
+    memory_limit: Decimal | None
+
+    def amounts(self) -> dict[str, Decimal]:
+        out = {
+            "pods": Decimal(1),
+            "count/pods": Decimal(1),
+            "cpu": self.cpu_request,
+            "requests.cpu": self.cpu_request,
+            "memory": self.memory_request,
+            "requests.memory": self.memory_request,
+        }
+        if self.cpu_limit is not None:
+            out["limits.cpu"] = self.cpu_limit
+        if self.memory_limit is not None:
+            out["limits.memory"] = self.memory_limit
+        return out
+
+
+@attrs.frozen
+class QuotaBlock:
+    """The quota and resource that hold allocation back (for the one log line and status())."""
+
+    quota: str
+    resource: str
+    hard: Decimal
+    used: Decimal
+    per_pod: Decimal
+    waiting: int
+
+    def describe(self) -> str:
+        return (
+            f"ResourceQuota {self.quota}: {self.resource} hard {_text(self.hard)}, used {_text(self.used)}, "
+            f"an executor pod needs {_text(self.per_pod)}"
+        )
+
+
+def _text(value: Decimal) -> str:
+    return format(value.normalize(), "f")
+
+
+@attrs.frozen
+class QuotaDecision:
+    requests: tuple[RequestExecutors, ...]
+    block: QuotaBlock | None
+
+
+def cap_requests(
+    requests: Sequence[RequestExecutors],
+    demand: Mapping[int, PodDemand],
+    quotas: Sequence[QuotaView],
+) -> QuotaDecision:
+    """Cap ``requests`` (in order; earlier profiles use the room first) at what every quota still fits.
+
+    ``block``: the first quota and resource that cut a request, with how many pods wait.
+    """
+    used = {q.name: dict(q.used) for q in quotas}
+    capped: list[RequestExecutors] = []
+    block: QuotaBlock | None = None
+    for request in requests:
+        per_pod = demand[request.rp_id].amounts()
+        count, cut = request.count, None
+        for quota in quotas:
+            for resource, hard in quota.hard.items():
+                need = per_pod.get(resource)
+                if need is None or need <= 0:
+                    continue
+                room = int((hard - used[quota.name].get(resource, Decimal(0))) // need)
+                if room < count:
+                    count = max(room, 0)
+                    cut = (quota, resource, hard, need)
+        if cut is not None and block is None:
+            quota, resource, hard, need = cut
+            block = QuotaBlock(
+                quota.name, resource, hard, quota.used.get(resource, Decimal(0)), need, request.count - count
+            )
+        for quota in quotas:  # the pods of this request use room the next request cannot have
+            for resource in quota.hard:
+                if resource in per_pod:
+                    used[quota.name][resource] = (
+                        used[quota.name].get(resource, Decimal(0)) + per_pod[resource] * count
+                    )
+        if count > 0:
+            capped.append(attrs.evolve(request, count=count))
+    return QuotaDecision(tuple(capped), block)
+
+
+def container_defaults(limit_ranges: Sequence[Obj]) -> dict[str, Decimal]:
+    """The LimitRanges' default container limits (``cpu``, ``memory``), which fill a limit a pod lacks."""
+    defaults: dict[str, Decimal] = {}
+    for item in limit_ranges:
+        for limit in (item.get("spec") or {}).get("limits") or []:
+            if isinstance(limit, dict) and limit.get("type") == "Container":
+                defaults.update(_quantities(limit.get("default") or {}))
+    return defaults
+
+
+class QuotaGate:
+    """Lists the namespace's quotas when a round wants pods, and caps the round (see the module doc)."""
+
+    def __init__(
+        self, api: KubernetesApi, namespace: str, demand_of: Callable[[ResourceProfile], PodDemand]
+    ) -> None:
+        self._api = api
+        self._namespace = namespace
+        self._demand_of = demand_of
+        self.forbidden: str | None = None
+        self.block: QuotaBlock | None = None
+        self.lists = 0
+
+    def cap(
+        self, requests: Sequence[RequestExecutors], profiles: Mapping[int, ResourceProfile]
+    ) -> tuple[RequestExecutors, ...]:
+        """The requests that fit the quotas (listed now: one or two requests per round that creates)."""
+        if not requests or self.forbidden is not None:
+            return tuple(requests)
+        try:
+            quotas = self._api.list(RESOURCE_QUOTAS, self._namespace).items
+            limit_ranges = self._api.list(LIMIT_RANGES, self._namespace).items if quotas else []
+        except (ForbiddenError, UnauthorizedError) as error:
+            self.forbidden = str(error)
+            log.warning(
+                "Cannot read the namespace's ResourceQuotas (%s): allocation is not capped at what quotas "
+                "allow, and creates over quota are refused by the API server. To fix: grant the driver "
+                "list on resourcequotas and limitranges, or set "
+                "spark.kubernetes.allocation.quotaAware=false.",
+                error,
+            )
+            return tuple(requests)
+        except Exception as error:
+            log.warning("Listing ResourceQuotas failed (%s); this round is not capped", error)
+            return tuple(requests)
+        self.lists += 1
+        views = [v for v in (QuotaView.of(q) for q in quotas) if v is not None]
+        if not views:
+            self._resume()
+            return tuple(requests)
+        defaults = container_defaults(limit_ranges)
+        filled = {r.rp_id: _with_defaults(self._demand_of(profiles[r.rp_id]), defaults) for r in requests}
+        decision = cap_requests(requests, filled, views)
+        if decision.block is None:
+            self._resume()
+        elif self.block is None or (self.block.quota, self.block.resource) != (
+            decision.block.quota,
+            decision.block.resource,
+        ):
+            log.warning(
+                "Allocation waits for quota: %s; %d executor pod(s) wait until the quota frees.",
+                decision.block.describe(),
+                decision.block.waiting,
+            )
+            self.block = decision.block
+        else:
+            self.block = decision.block
+        return decision.requests
+
+    def _resume(self) -> None:
+        if self.block is not None:
+            log.info("Quota %s has room again: allocation resumes", self.block.quota)
+            self.block = None
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "waiting_for": None if self.block is None else self.block.describe(),
+            "forbidden": self.forbidden,
+            "lists": self.lists,
+        }
+
+
+def _with_defaults(demand: PodDemand, defaults: Mapping[str, Decimal]) -> PodDemand:
+    return attrs.evolve(
+        demand,
+        cpu_limit=demand.cpu_limit if demand.cpu_limit is not None else defaults.get("cpu"),
+        memory_limit=demand.memory_limit if demand.memory_limit is not None else defaults.get("memory"),
+    )
+
+
+def demand_from(memory_mib: int, cpu_request: str, cpu_limit: str | None) -> PodDemand:
+    """An executor pod's demand: its memory is both request and limit, as the pod builder sets it."""
+    memory = Decimal(memory_mib) * 1024 * 1024
+    return PodDemand(
+        cpu_request=parse_quantity(cpu_request, field="cpu request"),
+        memory_request=memory,
+        cpu_limit=None if cpu_limit is None else parse_quantity(cpu_limit, field="cpu limit"),
+        memory_limit=memory,
+    )

@@ -1,0 +1,74 @@
+"""Quota-aware allocation, the pure part: a round's requests capped at what the ResourceQuotas allow."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from k8s_backend.allocation.policy import RequestExecutors
+from k8s_backend.allocation.quota import QuotaView, cap_requests, container_defaults, demand_from
+
+MIB = 1024 * 1024
+EXECUTOR = demand_from(1408, "1", None)  # 1 GiB heap + 384 MiB overhead, 1 core, no cpu limit
+
+
+def quota(name: str, hard: dict[str, str], used: dict[str, str] | None = None, **spec: object) -> QuotaView:
+    view = QuotaView.of(
+        {
+            "metadata": {"name": name},
+            "spec": {"hard": hard, **spec},
+            "status": {"hard": hard, "used": used or {}},
+        }
+    )
+    assert view is not None
+    return view
+
+
+def test_a_round_is_capped_at_what_the_tightest_quota_fits_and_the_block_names_it() -> None:
+    quotas = [
+        quota("compute", {"requests.memory": "14080Mi", "requests.cpu": "100"}, {"requests.memory": "0"})
+    ]
+    decision = cap_requests([RequestExecutors(0, 20)], {0: EXECUTOR}, quotas)
+    assert [r.count for r in decision.requests] == [10]
+    block = decision.block
+    assert block is not None and (block.quota, block.resource, block.waiting) == (
+        "compute",
+        "requests.memory",
+        10,
+    )
+    assert "ResourceQuota compute: requests.memory" in block.describe()
+
+
+def test_used_room_counts_and_a_full_quota_requests_nothing() -> None:
+    full = [quota("pods", {"pods": "10"}, {"pods": "10"})]
+    decision = cap_requests([RequestExecutors(0, 5)], {0: EXECUTOR}, full)
+    assert decision.requests == () and decision.block is not None and decision.block.waiting == 5
+    room = [quota("pods", {"pods": "10"}, {"pods": "7"})]
+    assert [r.count for r in cap_requests([RequestExecutors(0, 5)], {0: EXECUTOR}, room).requests] == [3]
+
+
+def test_requests_that_fit_are_untouched_and_unrelated_resources_cap_nothing() -> None:
+    quotas = [quota("storage", {"requests.storage": "1Gi", "services": "1"}), quota("big", {"memory": "1Ti"})]
+    decision = cap_requests([RequestExecutors(0, 5, target=5)], {0: EXECUTOR}, quotas)
+    assert decision.requests == (RequestExecutors(0, 5, target=5),) and decision.block is None
+
+
+def test_earlier_profiles_use_the_room_first() -> None:
+    quotas = [quota("pods", {"count/pods": "4"})]
+    decision = cap_requests(
+        [RequestExecutors(0, 3), RequestExecutors(1, 3)], {0: EXECUTOR, 1: EXECUTOR}, quotas
+    )
+    assert [(r.rp_id, r.count) for r in decision.requests] == [(0, 3), (1, 1)]
+
+
+def test_limits_count_only_when_the_pod_or_a_limit_range_sets_them() -> None:
+    quotas = [quota("limits", {"limits.cpu": "2"})]
+    assert cap_requests([RequestExecutors(0, 5)], {0: EXECUTOR}, quotas).block is None
+    with_limit = demand_from(1408, "1", "1")
+    assert [r.count for r in cap_requests([RequestExecutors(0, 5)], {0: with_limit}, quotas).requests] == [2]
+    ranges = [{"spec": {"limits": [{"type": "Container", "default": {"cpu": "500m", "memory": "1Gi"}}]}}]
+    assert container_defaults(ranges) == {"cpu": Decimal("0.5"), "memory": Decimal(1024 * MIB)}
+
+
+def test_scoped_quotas_are_not_modelled() -> None:
+    obj = {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}, "scopes": ["BestEffort"]}}
+    assert QuotaView.of(obj) is None
