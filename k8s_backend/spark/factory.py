@@ -137,6 +137,8 @@ class BackendFactory:
                 resources.callback(self._forget_local)
                 self.local = cluster
                 api = cluster.api(namespace)
+                if self._local_cluster is None:
+                    resources.callback(api.close)  # the warm cluster outlives this context's client
                 local_url = cluster.url
             properties = backend_properties(conf, master, local_url)
             app_id = properties.get("spark.app.id") or new_app_id()
