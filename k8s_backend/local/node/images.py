@@ -16,6 +16,7 @@ image archives ``ctr images import`` reads.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import logging
 import os
@@ -146,8 +147,10 @@ class ImageBuilder:
             "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/doc/*",
             "--dpkgopt=path-include=/usr/share/doc/*/copyright", "--dpkgopt=path-exclude=/usr/share/locale/*",
         ]  # fmt: skip
+        # Java's postinst links its man page with update-alternatives, which fails without the directory.
+        hook = '--setup-hook=mkdir -p "$1/usr/share/man/man1"'
         return [
-            "mmdebstrap", "--variant=minbase", f"--include={','.join(SPARK_PACKAGES)}", *excludes,
+            "mmdebstrap", "--variant=minbase", f"--include={','.join(SPARK_PACKAGES)}", *excludes, hook,
             "--format=tar", DEBIAN_SUITE, str(target),
             f"deb {DEBIAN_MIRROR} {DEBIAN_SUITE} main", f"deb {DEBIAN_MIRROR} {DEBIAN_SUITE}-updates main",
             f"deb {DEBIAN_MIRROR}-security {DEBIAN_SUITE}-security main",
@@ -173,9 +176,7 @@ class ImageBuilder:
         return layer
 
     def _spark_layer(self, base: Path) -> Path:
-        import pyspark
-
-        pyspark_dir = Path(pyspark.__file__).parent
+        pyspark_dir = _pyspark_dir()
         version = metadata.version("pyspark")
         entrypoint, decom = image_file("entrypoint.sh"), image_file("decom.sh")
         layer = self.directory / f"spark-{version}-{_key(base.name, str(pyspark_dir), entrypoint, decom)}.tar"
@@ -191,6 +192,14 @@ class ImageBuilder:
 
         self._timed(f"Spark {version}", build)
         return layer
+
+
+def _pyspark_dir() -> Path:
+    """The installed pyspark package's directory (found, not imported: only spark/ imports pyspark)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise BuildError("the Spark image is made from the installed pyspark: pip install pyspark")
+    return Path(spec.origin).parent
 
 
 def _root_owned(mode: int) -> Callable[[tarfile.TarInfo], tarfile.TarInfo]:
