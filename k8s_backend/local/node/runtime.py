@@ -20,6 +20,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -168,6 +169,7 @@ class RealNode:
         self._spawner: Spawner | None = None
         self._containerd: ManagedProcess | None = None
         self._kubelet: ManagedProcess | None = None
+        self._reaper: subprocess.Popen[bytes] | None = None
         self.network: host.PodNetwork | None = None
         self.name = NODE_NAME
         self.timings: dict[str, float] = {}
@@ -212,6 +214,7 @@ class RealNode:
         self._changes.save()
         self._spawner = Spawner()
         try:
+            self._start_reaper()
             self._start_containerd(binaries, suffix)
             self.timings["containerd"] = time.monotonic() - started
             from k8s_backend.local.node.images import ImageBuilder
@@ -227,6 +230,14 @@ class RealNode:
             self.stop()
             raise
         return self
+
+    def _start_reaper(self) -> None:
+        # Not behind the parent-death launcher and in a session of its own: it must outlive its owner.
+        argv = [sys.executable, "-m", "k8s_backend.local.node.reaper", str(os.getpid()), str(self.work_dir)]
+        with (self.work_dir / "reaper.log").open("ab") as out:
+            self._reaper = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def _start_containerd(self, binaries: NodeBinaries, suffix: str) -> None:
         changes = self._running(self._changes)
@@ -325,6 +336,10 @@ class RealNode:
         """Stop the kubelet, kill every container, stop containerd, undo every host change. Idempotent."""
         if self._dir is None:
             return
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:  # this stop does its work; the reaper is for an owner that died
+            reaper.terminate()
+            reaper.wait()
         kubelet, self._kubelet = self._kubelet, None
         if kubelet is not None:
             kubelet.stop(self._stop_grace)
