@@ -26,7 +26,11 @@ def test_a_recorded_node_is_undone_completely(tmp_path: Path) -> None:
                                cgroup_root=f"k8s-backend-test-{suffix}")  # fmt: skip
     changes.iptables_before = host.iptables_chains()
     changes.save()
+    changes.ip_forward_before = host.IP_FORWARD.read_text().strip()
     host.create_bridge(network)
+    changes.forward_rule = host.keep_pod_traffic_here(network)
+    changes.save()
+    host.IP_FORWARD.write_text("1")  # as the bridge plugin does
     veth = f"k8sv-{suffix}"
     host.run(["ip", "link", "add", veth, "type", "veth", "peer", "name", f"k8sp-{suffix}"])
     host.run(["ip", "link", "set", veth, "master", network.bridge])
@@ -50,3 +54,5 @@ def test_a_recorded_node_is_undone_completely(tmp_path: Path) -> None:
     assert subprocess.run(["ip", "link", "show", veth], capture_output=True).returncode != 0
     assert not any((h / changes.cgroup_root).exists() for h in host.cgroup_hierarchies())
     assert f"filter/CNI-TEST-{suffix}" not in host.iptables_chains()
+    assert host.run(["iptables", "-C", *changes.forward_rule], check=False).returncode != 0
+    assert host.IP_FORWARD.read_text().strip() == changes.ip_forward_before

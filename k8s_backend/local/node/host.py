@@ -184,11 +184,14 @@ class HostChanges:
     cgroup_root: str = ""
     roots: list[str] = attrs.field(factory=list)  # directories whose mounts are the node's
     iptables_before: list[str] = attrs.field(factory=list)  # chains that existed before the node
+    forward_rule: list[str] = attrs.field(factory=list)  # the FORWARD rule keeping pod traffic here
+    ip_forward_before: str = ""  # net.ipv4.ip_forward before (the bridge plugin turns it on)
 
     def save(self) -> None:
         data = {
             "owner": self.owner, "bridge": self.bridge, "cgroup_root": self.cgroup_root,
             "roots": self.roots, "iptables_before": self.iptables_before,
+            "forward_rule": self.forward_rule, "ip_forward_before": self.ip_forward_before,
         }  # fmt: skip
         self.path.write_text(json.dumps(data, indent=1) + "\n")
 
@@ -202,6 +205,8 @@ class HostChanges:
             path, owner=int(data.get("owner", 0)), bridge=str(data.get("bridge", "")),
             cgroup_root=str(data.get("cgroup_root", "")), roots=list(data.get("roots", [])),
             iptables_before=list(data.get("iptables_before", [])),
+            forward_rule=list(data.get("forward_rule", [])),
+            ip_forward_before=str(data.get("ip_forward_before", "")),
         )  # fmt: skip
 
 
@@ -263,3 +268,24 @@ def kill_cgroup_processes(name: str) -> int:
                         os.kill(int(pid), 9)
                         killed += 1
     return killed
+
+
+IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+
+
+def keep_pod_traffic_here(network: PodNetwork) -> list[str]:
+    """A FORWARD rule dropping what pods send anywhere but their own bridge: the bridge plugin turns on
+    IP forwarding for its gateway, and without masquerade nothing from the pods may leave the machine.
+    Returns the rule (for :func:`remove_rule`)."""
+    rule = ["FORWARD", "-s", network.subnet, "!", "-o", network.bridge, "-j", "DROP",
+            "-m", "comment", "--comment", f"k8s_backend node {network.bridge}"]  # fmt: skip
+    run(["iptables", "-I", *rule])
+    return rule
+
+
+def remove_rule(rule: list[str]) -> bool:
+    """Delete an iptables rule of the filter table; whether it is gone."""
+    if not rule:
+        return True
+    run(["iptables", "-D", *rule], check=False)
+    return run(["iptables", "-C", *rule], check=False).returncode != 0

@@ -23,10 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -200,6 +200,21 @@ class RealNode:
     def containerd_socket(self) -> Path:
         return self.work_dir / "containerd" / "containerd.sock"
 
+    def container_log(self, pod: Mapping[str, Any], container: str) -> str:
+        """What ``container`` of ``pod`` wrote (stdout and stderr, in order), from the kubelet's log file
+        (the CRI format: ``<time> <stream> <P|F> <text>``, P marking a line continued in the next entry)."""
+        meta = pod.get("metadata") or {}
+        directory = (
+            self.work_dir / "pod-logs" / f"{meta.get('namespace')}_{meta.get('name')}_{meta.get('uid')}"
+        )
+        text = []
+        for path in sorted((directory / container).glob("*.log")):
+            for line in path.read_text(errors="replace").splitlines():
+                parts = line.split(" ", 3)
+                if len(parts) == 4:
+                    text.append(parts[3] + ("" if parts[2] == "P" else "\n"))
+        return "".join(text)
+
     def start(self) -> RealNode:
         """Start containerd, import the images, start the kubelet; wait until the Node is schedulable."""
         if self._dir is not None:
@@ -244,7 +259,11 @@ class RealNode:
         self.network = host.pick_network(suffix)
         changes.bridge = self.network.bridge
         changes.save()
+        changes.ip_forward_before = host.IP_FORWARD.read_text().strip()
+        changes.save()
         host.create_bridge(self.network)
+        changes.forward_rule = host.keep_pod_traffic_here(self.network)
+        changes.save()
         cni_conf = self.work_dir / "cni" / "net.d"
         cni_conf.mkdir(parents=True)
         conflist = self.network.cni_conflist(self.work_dir / "cni" / "ipam")
@@ -388,6 +407,11 @@ def undo_host_changes(changes: host.HostChanges) -> list[str]:
         if host.bridge_exists(changes.bridge):
             left.append(f"bridge {changes.bridge}")
     left += [f"iptables chain {c}" for c in host.remove_new_iptables_chains(changes.iptables_before)]
+    if not host.remove_rule(changes.forward_rule):
+        left.append(f"iptables rule {' '.join(changes.forward_rule)}")
+    if changes.ip_forward_before:
+        with contextlib.suppress(OSError):
+            host.IP_FORWARD.write_text(changes.ip_forward_before)
     return left
 
 
