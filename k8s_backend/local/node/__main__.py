@@ -22,6 +22,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="when Go or a build dependency is missing, say why and succeed (the tests marked 'node' skip)",
     )
+    build.add_argument(
+        "--no-images",
+        action="store_true",
+        help="the binaries only, not the sandbox and Spark images (those are built on first use then)",
+    )
     args = parser.parse_args(argv)
     builder = NodeBuilder(progress=lambda line: print(line, flush=True))
     if args.optional and builder.cached() is None:
@@ -43,6 +48,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     for binary in NODE_BINARIES:
         print(f"{binary.key} {binary.version}: {binaries.directory / binary.key}")
+    return 0 if args.no_images else build_images(optional=args.optional)
+
+
+def build_images(*, optional: bool) -> int:
+    """Build (or find) the sandbox and Spark images' layers, a line per image; the exit code."""
+    from k8s_backend.local.node.images import ImageBuilder, have_image_tools
+
+    missing = have_image_tools()
+    if missing is not None:
+        print(f"{'skipped' if optional else 'error'}: {missing}", file=sys.stderr)
+        return 0 if optional else 1
+    builder = ImageBuilder(progress=lambda line: print(line, flush=True))
+    try:
+        images = [builder.pause(), builder.spark()]
+    except MissingDependency as error:
+        print(f"{'skipped' if optional else 'error'}: {error}", file=sys.stderr)
+        return 0 if optional else 1
+    except BuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for image in images:
+        size = sum(layer.stat().st_size for layer in image.layers) >> 20
+        print(f"{image.name}: {len(image.layers)} layers, {size} MiB, in {builder.directory}")
     return 0
 
 
