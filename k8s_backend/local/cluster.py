@@ -25,6 +25,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -389,7 +390,15 @@ class LocalCluster:
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
         """Block until ``predicate()`` holds (re-checked as the kubelet works); False on timeout."""
-        return self.kubelet.wait_until(predicate, timeout)
+        if self._containers is None:
+            return self.kubelet.wait_until(predicate, timeout)
+        # A real kubelet tells nothing here: re-check every 0.2 s.
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
 
     def pod_phase(self, name: str, namespace: str = "default") -> str | None:
         """A pod's phase, or None if it does not exist."""

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from node_env import node_missing
 
-from k8s_backend.kube.port import PODS
+from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS
 from k8s_backend.local.node import host
 from k8s_backend.testing import LocalCluster
 
@@ -58,7 +58,7 @@ def test_a_pyspark_job_runs_its_executors_in_containers(node_cluster: LocalClust
         assert uid == 185
         assert cwd == "/opt/spark/work-dir"
     api = node_cluster.api()
-    assert node_cluster.wait_until(lambda: not api.list(PODS, "default").get("items"), timeout=120)
+    assert node_cluster.wait_until(lambda: not api.list(PODS, "default").items, timeout=120)
 
 
 def run_pod(cluster: LocalCluster, name: str, spec: dict[str, Any], timeout: float = 180) -> dict[str, Any]:
@@ -90,13 +90,14 @@ def test_a_container_over_its_memory_limit_is_oom_killed_by_the_kernel(node_clus
     }]})  # fmt: skip
     state = terminated_state(pod)
     assert (state["reason"], state["exitCode"]) == ("OOMKilled", 137)
-    assert pod["status"]["phase"] == "Failed"
+    # The kubelet writes the phase in a later status update than the container's state.
+    assert node_cluster.wait_until(lambda: node_cluster.pod_phase("oom") == "Failed", timeout=60)
 
 
 def test_the_downward_api_volumes_user_and_work_dir_reach_the_container(node_cluster: LocalCluster) -> None:
     api = node_cluster.api()
-    api.create("configmaps", "default", {"metadata": {"name": "conf"}, "data": {"a.txt": "from-configmap"}})
-    api.create("secrets", "default", {"metadata": {"name": "sec"}, "stringData": {"s.txt": "from-secret"}})
+    api.create(CONFIG_MAPS, "default", {"metadata": {"name": "conf"}, "data": {"a.txt": "from-configmap"}})
+    api.create(SECRETS, "default", {"metadata": {"name": "sec"}, "stringData": {"s.txt": "from-secret"}})
     script = (
         'echo "ip=$POD_IP uid=$(id -u) pwd=$(pwd)"; cat /etc/c/a.txt; echo; cat /etc/s/s.txt; echo; '
         "echo scratch > /scratch/x && cat /scratch/x; "
