@@ -121,3 +121,9 @@ def test_a_layer_digest_is_recomputed_when_the_layer_changes(tmp_path: Path) -> 
     layer.write_bytes(layer.read_bytes() + b"\0" * 1024)
     os.utime(layer, ns=(1, 1))
     assert json.loads(image.config_blob())["rootfs"]["diff_ids"] != first
+
+
+def test_an_empty_image_cache_misses_every_layer(tmp_path: Path) -> None:
+    from k8s_backend.local.node.images import ImageBuilder
+
+    assert ImageBuilder(cache_dir=tmp_path).missing() == ["pause", "Debian base", "Spark"]

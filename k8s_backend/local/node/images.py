@@ -97,10 +97,32 @@ class ImageBuilder:
         self.seconds: dict[str, float] = {}
         """Seconds each layer built by this builder took (cached layers are not listed)."""
 
+    def missing(self) -> list[str]:
+        """The layers not in the cache yet (a build makes them: minutes for the Debian base)."""
+        base = self._debian_base_path()
+        paths = {
+            "pause": self._pause_path(image_file("pause.go")),
+            "Debian base": base,
+            "Spark": self._spark_layer_path(base),
+        }
+        return [name for name, path in paths.items() if not path.exists()]
+
+    def _pause_path(self, source: bytes) -> Path:
+        return self.directory / f"pause-{_key(source)}.tar"
+
+    def _debian_base_path(self) -> Path:
+        return self.directory / f"debian-base-{_key(*self._debian_command(Path('-')))}.tar"
+
+    def _spark_layer_path(self, base: Path) -> Path:
+        pyspark_dir = _pyspark_dir()
+        version = metadata.version("pyspark")
+        scripts = image_file("entrypoint.sh"), image_file("decom.sh")
+        return self.directory / f"spark-{version}-{_key(base.name, str(pyspark_dir), *scripts)}.tar"
+
     def pause(self) -> OciImage:
         """The sandbox image."""
         source = image_file("pause.go")
-        layer = self.directory / f"pause-{_key(source)}.tar"
+        layer = self._pause_path(source)
         if not layer.exists():
             self._timed("pause", lambda: self._build_pause(source, layer))
         return OciImage(PAUSE_IMAGE, (layer,), ImageConfig(entrypoint=("/pause",), user="65535:65535"))
@@ -157,7 +179,7 @@ class ImageBuilder:
         ]  # fmt: skip
 
     def _debian_base(self) -> Path:
-        layer = self.directory / f"debian-base-{_key(*self._debian_command(Path('-')))}.tar"
+        layer = self._debian_base_path()
         if layer.exists():
             return layer
 
@@ -179,7 +201,7 @@ class ImageBuilder:
         pyspark_dir = _pyspark_dir()
         version = metadata.version("pyspark")
         entrypoint, decom = image_file("entrypoint.sh"), image_file("decom.sh")
-        layer = self.directory / f"spark-{version}-{_key(base.name, str(pyspark_dir), entrypoint, decom)}.tar"
+        layer = self._spark_layer_path(base)
         if layer.exists():
             return layer
 
