@@ -128,6 +128,69 @@ def test_the_downward_api_volumes_user_and_work_dir_reach_the_container(node_clu
     assert mounts["/tmpfs"] == "tmpfs" and mounts["/scratch"] != "tmpfs", log
 
 
+FAKE_JAVA = """#!/bin/bash
+# Stands in for the JVM: records how the entrypoint started it, then waits for SIGTERM.
+out=/record/java.txt
+{ echo "pid1=$(tr '\\0' ' ' < /proc/1/cmdline)"; echo "uid=$(id -u)"; printf 'arg=%s\\n' "$@"; } > "$out"
+trap 'echo "TERM" >> "$out"; exit 0' TERM
+echo started >> "$out"
+while :; do sleep 0.1; done
+"""
+
+
+def test_the_executor_branch_runs_the_contracts_java_under_tini_which_passes_sigterm(
+    node_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    record = tmp_path / "record"
+    record.mkdir()
+    record.chmod(0o777)  # the container runs as uid 185
+    api = node_cluster.api()
+    api.create(CONFIG_MAPS, "default", {"metadata": {"name": "fake-java"}, "data": {"java": FAKE_JAVA}})
+    env = {
+        "JAVA_HOME": "/fake", "SPARK_EXECUTOR_MEMORY": "512m", "SPARK_DRIVER_URL": "spark://d:1",
+        "SPARK_EXECUTOR_ID": "7", "SPARK_EXECUTOR_CORES": "1", "SPARK_APPLICATION_ID": "app-1",
+        "SPARK_RESOURCE_PROFILE_ID": "0", "SPARK_EXECUTOR_POD_NAME": "tini", "SPARK_JAVA_OPT_1": "-Db=2",
+        "SPARK_JAVA_OPT_0": "-Da=1", "SPARK_EXTRA_CLASSPATH": "/extra.jar",
+    }  # fmt: skip
+    container = {
+        "name": "main",
+        "image": node_cluster.spark_conf()["spark.kubernetes.container.image"],
+        "imagePullPolicy": "Never",
+        "args": ["executor"],
+        "env": [
+            *({"name": k, "value": v} for k, v in env.items()),
+            {"name": "SPARK_EXECUTOR_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
+        "volumeMounts": [{"name": "java", "mountPath": "/fake/bin"}, {"name": "rec", "mountPath": "/record"}],
+    }
+    volumes = [
+        {"name": "java", "configMap": {"name": "fake-java", "defaultMode": 0o755}},
+        {"name": "rec", "hostPath": {"path": str(record)}},
+    ]
+    spec = {"containers": [container], "volumes": volumes, "terminationGracePeriodSeconds": 60}
+    api.create(PODS, "default", {"metadata": {"name": "tini"}, "spec": spec})
+    java = record / "java.txt"
+    assert node_cluster.wait_until(lambda: java.exists() and "started" in java.read_text(), timeout=180)
+    pod_ip = api.get(PODS, "default", "tini")["status"]["podIP"]
+    lines = java.read_text().splitlines()
+    assert lines[0].startswith("pid1=/usr/bin/tini -s -- /fake/bin/java"), lines
+    assert lines[1] == "uid=185"
+    args = [line.removeprefix("arg=") for line in lines if line.startswith("arg=")]
+    classpath = "/opt/spark/conf::/opt/spark/jars/*:/extra.jar:/opt/spark/work-dir:"
+    assert args == [
+        "-Da=1", "-Db=2", "-Xms512m", "-Xmx512m", "-cp", classpath,
+        "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend",
+        "--driver-url", "spark://d:1", "--executor-id", "7", "--cores", "1", "--app-id", "app-1",
+        "--hostname", pod_ip, "--resourceProfileId", "0", "--podName", "tini",
+    ]  # fmt: skip
+    started = time.monotonic()
+    api.delete(PODS, "default", "tini")
+    assert node_cluster.wait_until(lambda: node_cluster.pod_phase("tini") is None, timeout=120)
+    # tini passed SIGTERM on: the stand-in exited at once, long before the 60 s grace period's SIGKILL.
+    assert java.read_text().splitlines()[-1] == "TERM"
+    assert time.monotonic() - started < 30
+
+
 def test_stopping_the_cluster_leaves_no_container_mount_cgroup_bridge_or_process(
     node_cluster: LocalCluster,
 ) -> None:
