@@ -133,6 +133,7 @@ FAKE_JAVA = """#!/bin/bash
 out=/record/java.txt
 { echo "pid1=$(tr '\\0' ' ' < /proc/1/cmdline)"; echo "uid=$(id -u)"; printf 'arg=%s\\n' "$@"; } > "$out"
 trap 'echo "TERM" >> "$out"; exit 0' TERM
+trap 'echo "PWR" >> "$out"; exit 0' PWR
 echo started >> "$out"
 while :; do sleep 0.1; done
 """
@@ -188,6 +189,41 @@ def test_the_executor_branch_runs_the_contracts_java_under_tini_which_passes_sig
     assert node_cluster.wait_until(lambda: node_cluster.pod_phase("tini") is None, timeout=120)
     # tini passed SIGTERM on: the stand-in exited at once, long before the 60 s grace period's SIGKILL.
     assert java.read_text().splitlines()[-1] == "TERM"
+    assert time.monotonic() - started < 30
+
+
+def test_the_prestop_decom_script_asks_the_executor_jvm_to_decommission(
+    node_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    record = tmp_path / "record"
+    record.mkdir()
+    record.chmod(0o777)
+    api = node_cluster.api()
+    api.create(CONFIG_MAPS, "default", {"metadata": {"name": "fake-java-2"}, "data": {"java": FAKE_JAVA}})
+    container = {
+        "name": "main",
+        "image": node_cluster.spark_conf()["spark.kubernetes.container.image"],
+        "imagePullPolicy": "Never",
+        "args": ["executor"],
+        "env": [{"name": "JAVA_HOME", "value": "/fake"}],
+        "volumeMounts": [{"name": "java", "mountPath": "/fake/bin"}, {"name": "rec", "mountPath": "/record"}],
+        # What k8s_backend's executor pods get with spark.decommission.enabled.
+        "lifecycle": {"preStop": {"exec": {"command": ["/opt/decom.sh"]}}},
+    }
+    volumes = [
+        {"name": "java", "configMap": {"name": "fake-java-2", "defaultMode": 0o755}},
+        {"name": "rec", "hostPath": {"path": str(record)}},
+    ]
+    spec = {"containers": [container], "volumes": volumes, "terminationGracePeriodSeconds": 60}
+    api.create(PODS, "default", {"metadata": {"name": "decom"}, "spec": spec})
+    java = record / "java.txt"
+    assert node_cluster.wait_until(lambda: java.exists() and "started" in java.read_text(), timeout=180)
+    started = time.monotonic()
+    api.delete(PODS, "default", "decom")
+    assert node_cluster.wait_until(lambda: node_cluster.pod_phase("decom") is None, timeout=120)
+    # decom.sh found the JVM and sent SIGPWR (Spark's decommission signal) before the kubelet's SIGTERM;
+    # the JVM's exit ended the hook and the container, well within the grace period.
+    assert java.read_text().splitlines()[-1] == "PWR", java.read_text()
     assert time.monotonic() - started < 30
 
 
