@@ -265,8 +265,13 @@ def test_the_owner_killed_leaves_nothing_behind(tmp_path: Path, signum: int) -> 
     assert not host.mounts_under([Path(info["work_dir"])])
     assert not host.bridge_exists(info["bridge"])
     assert not any((h / info["cgroup_root"]).exists() for h in host.cgroup_hierarchies())
-    leftovers = subprocess.run(["pgrep", "-f", info["work_dir"]], capture_output=True, text=True).stdout
-    assert not leftovers.strip()
+    # The reaper removes the directory, then exits itself.
+    assert wait_for(lambda: not processes_naming(info["work_dir"]), 30), processes_naming(info["work_dir"])
+
+
+def processes_naming(path: str) -> str:
+    """``pgrep -a -f path``: the processes whose command line names ``path``."""
+    return subprocess.run(["pgrep", "-a", "-f", path], capture_output=True, text=True).stdout.strip()
 
 
 def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
