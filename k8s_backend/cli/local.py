@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 LOOPBACK_NAMES = ("localhost",)
 CONTROL_PLANES = ("embedded", "kubernetes")
+RUNTIMES = ("processes", "containers")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -52,6 +53,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="embedded: the fast in-process API server (default); kubernetes: a real kube-apiserver, etcd, "
         "kube-scheduler and kube-controller-manager on 127.0.0.1 (https, RBAC), built with Go into "
         "~/.cache/k8s_backend (or $K8S_BACKEND_CACHE_DIR) the first time (~10 minutes)",
+    )
+    parser.add_argument(
+        "--runtime",
+        choices=RUNTIMES,
+        default="processes",
+        help="processes: the process kubelet runs each pod's command on this machine (default); "
+        "containers (with --control-plane kubernetes, as root): a real kubelet, containerd and runc run "
+        "pods in containers of a Spark image built here (the node's binaries and images are built into "
+        "the cache the first time)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free port)")
@@ -180,6 +190,14 @@ def _nodes(args: argparse.Namespace) -> list[Node] | None:
 def control_plane_problem(args: argparse.Namespace) -> str | None:
     """Why the options do not fit ``--control-plane kubernetes`` (it listens on free 127.0.0.1 ports and
     serves https only), or None."""
+    if getattr(args, "runtime", "processes") == "containers":
+        if getattr(args, "control_plane", "embedded") != "kubernetes":
+            return "--runtime containers needs --control-plane kubernetes (a real kubelet needs a real API)"
+        if args.no_processes or args.known_image or args.nodes != 1 or args.node_cpu or args.node_memory:
+            return (
+                "--no-processes, --known-image, --nodes, --node-cpu and --node-memory are the process "
+                "kubelet's: not with --runtime containers (one real node, this machine's resources)"
+            )
     if getattr(args, "control_plane", "embedded") != "kubernetes":
         return None
     clashes = [
@@ -307,6 +325,7 @@ def run_local(
             stop_grace=args.stop_grace,
             tls=not args.no_tls,
             control_plane=control_plane,
+            runtime=getattr(args, "runtime", "processes"),
         )
         problem = exposure_problem(args.host, cluster.token)
         if problem is not None:

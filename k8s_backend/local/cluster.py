@@ -25,6 +25,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from k8s_backend.kube.client import OfficialKubernetesApi
     from k8s_backend.local.apiserver import ApiServer
     from k8s_backend.local.control_plane.with_kubelet import KubeletControlPlane
+    from k8s_backend.local.node.cluster import ContainerControlPlane
+    from k8s_backend.local.node.runtime import RealNode
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +95,19 @@ class LocalCluster:
         tls: bool = False,
         control_plane: str = "embedded",
         events: bool = True,
+        runtime: str = "processes",
     ) -> None:
         if control_plane not in ("embedded", "kubernetes"):
             raise ValueError(f"LocalCluster(control_plane={control_plane!r}): 'embedded' or 'kubernetes'")
+        if runtime not in ("processes", "containers"):
+            raise ValueError(f"LocalCluster(runtime={runtime!r}): 'processes' or 'containers'")
+        if runtime == "containers" and control_plane != "kubernetes":
+            raise ValueError(
+                "LocalCluster(runtime='containers') needs control_plane='kubernetes': a real kubelet "
+                "registers with a real API server only"
+            )
+        self._runtime = runtime
+        self._containers: ContainerControlPlane | None = None
         self._control_plane_kind = control_plane
         self._real: KubeletControlPlane | None = None
         self._reader: OfficialKubernetesApi | None = None
@@ -188,6 +201,13 @@ class LocalCluster:
     def _start_real(self, work_dir: Path) -> None:
         from k8s_backend.local.control_plane.with_kubelet import KubeletControlPlane
 
+        if self._runtime == "containers":
+            from k8s_backend.local.node.cluster import ContainerControlPlane
+
+            self._containers = ContainerControlPlane(admin_token=self._token)
+            self._containers.start()
+            self._ca_cert = Path(self._containers.control_plane.ca_file)
+            return
         self._real = KubeletControlPlane(
             work_dir=work_dir, nodes=self._nodes, run_processes=self._run_processes, images=self._images,
             stop_grace=self._stop_grace, admin_token=self._token,
@@ -211,6 +231,8 @@ class LocalCluster:
         steps.extend(api.close for api in self._apis)
         if self._real is not None:
             steps.append(self._real.stop)  # the kubelet (already stopped), then the control plane
+        if self._containers is not None:
+            steps.append(self._containers.stop)  # every container, the node, then the control plane
         if self._server is not None:
             steps.append(self._server.stop)
         if self._fake is not None:
@@ -238,7 +260,7 @@ class LocalCluster:
     def __repr__(self) -> str:
         if self._stopped:
             state = "stopped"
-        elif self._started and (self._server is not None or self._real is not None):
+        elif self._started and (self._server, self._real, self._containers) != (None, None, None):
             state = f"running at {self.url}"
         else:
             state = "not started"
@@ -253,6 +275,8 @@ class LocalCluster:
         """The API server URL, e.g. ``http://127.0.0.1:41234`` (https with TLS or a real control plane)."""
         if self._real is not None:
             return self._real.control_plane.url
+        if self._containers is not None:
+            return self._containers.control_plane.url
         return self._running(self._server).url
 
     @property
@@ -291,9 +315,16 @@ class LocalCluster:
     @property
     def fake(self) -> InMemoryKubernetes:
         """The in-memory API behind the embedded server (for assertions and fault injection in tests)."""
-        if self._real is not None:
+        if self._real is not None or self._containers is not None:
             raise RuntimeError("LocalCluster(control_plane='kubernetes') has no fake: use api()")
         return self._running(self._fake)
+
+    @property
+    def node(self) -> RealNode:
+        """The real node of ``runtime="containers"`` (containerd, kubelet, the pod network)."""
+        if self._containers is None:
+            raise RuntimeError("only LocalCluster(runtime='containers') has a real node")
+        return self._containers.node
 
     @property
     def kubelet(self) -> ProcessKubelet:
@@ -319,20 +350,24 @@ class LocalCluster:
 
     def ensure_namespace(self, namespace: str, api: KubernetesApi | None = None) -> None:
         """Make ``namespace`` and, on a real control plane, wait for its ``default`` ServiceAccount."""
-        real = self._real is not None
+        real = self._real is not None or self._containers is not None
         ensure_namespace(api or self._admin(), namespace, wait_for_service_account=real)
 
     def spark_conf(self, image: str | None = None, namespace: str = "default") -> dict[str, str]:
         """Spark properties for client mode against this cluster (driver on 127.0.0.1), with
         :attr:`master` (k8s_backend's); the image defaults to :func:`default_spark_image`."""
         self.ensure_namespace(namespace)
+        # Containers reach this machine at their bridge's gateway; the process kubelet's on 127.0.0.1.
+        driver_host, default_image = "127.0.0.1", default_spark_image()
+        if self._containers is not None:
+            driver_host, default_image = self._containers.node.gateway, self._containers.spark_image
         conf = {
             "spark.master": self.master,
             "spark.submit.deployMode": "client",
-            "spark.kubernetes.container.image": image or default_spark_image(),
+            "spark.kubernetes.container.image": image or default_image,
             "spark.kubernetes.namespace": namespace,
-            "spark.driver.host": "127.0.0.1",
-            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.host": driver_host,
+            "spark.driver.bindAddress": driver_host,
             # Client mode reads spark.kubernetes.authenticate.*; spark-submit in cluster mode .submission.*.
             "spark.kubernetes.authenticate.oauthToken": self._token,
             "spark.kubernetes.authenticate.submission.oauthToken": self._token,
@@ -355,7 +390,15 @@ class LocalCluster:
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
         """Block until ``predicate()`` holds (re-checked as the kubelet works); False on timeout."""
-        return self.kubelet.wait_until(predicate, timeout)
+        if self._containers is None:
+            return self.kubelet.wait_until(predicate, timeout)
+        # A real kubelet tells nothing here: re-check every 0.2 s.
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
 
     def pod_phase(self, name: str, namespace: str = "default") -> str | None:
         """A pod's phase, or None if it does not exist."""
@@ -368,7 +411,7 @@ class LocalCluster:
     # -- helpers ---------------------------------------------------------------------------------------
 
     def _admin(self) -> KubernetesApi:
-        if self._real is not None and self._reader is None:
+        if (self._real is not None or self._containers is not None) and self._reader is None:
             self._reader = self.api()  # one client for every call, closed on exit
         return self._reader or self.fake
 

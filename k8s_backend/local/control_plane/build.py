@@ -122,6 +122,32 @@ def find_go(environ: Mapping[str, str] | None = None) -> str:
     return go
 
 
+def kube_ldflags(version: str) -> str:
+    """``-ldflags`` for a ``k8s.io/kubernetes`` command reporting ``version`` (``--version``)."""
+    major, minor = version[1:].split(".")[:2]
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    flags = ["-s", "-w"]
+    # Both packages carry the version: component-base for /version and --version, client-go for
+    # the user agent; hack/lib/version.sh sets both the same way.
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        for key, value in (
+            ("gitVersion", version),
+            ("gitMajor", major),
+            ("gitMinor", minor),
+            ("gitTreeState", "clean"),
+            ("buildDate", date),
+        ):
+            flags.append(f"-X {package}.{key}={value}")
+    return " ".join(flags)
+
+
+def kubernetes_go_mod(module: str, version: str = KUBERNETES_VERSION) -> str:
+    """A go.mod requiring ``k8s.io/kubernetes`` ``version`` with its staging modules replaced by their
+    published ``v0.X.Y`` (a module zip leaves ``./staging`` out)."""
+    staging = "".join(f"\tk8s.io/{name} => k8s.io/{name} v0{version[2:]}\n" for name in STAGING_MODULES)
+    return f"module {module}\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes {version}\n\nreplace (\n{staging})\n"
+
+
 class ControlPlaneBuilder:
     """Builds the pinned binaries into the cache, or finds them there.
 
@@ -204,13 +230,7 @@ class ControlPlaneBuilder:
     # -- the generated modules ------------------------------------------------------------------------
 
     def _kubernetes_go_mod(self) -> str:
-        staging = "".join(
-            f"\tk8s.io/{name} => k8s.io/{name} v0{self._kube_version[2:]}\n" for name in STAGING_MODULES
-        )
-        return (
-            "module k8s-backend.local/control-plane-build\n\ngo 1.26.0\n\n"
-            f"require k8s.io/kubernetes {self._kube_version}\n\nreplace (\n{staging})\n"
-        )
+        return kubernetes_go_mod("k8s-backend.local/control-plane-build", self._kube_version)
 
     def _etcd_go_mod(self) -> str:
         return (
@@ -256,22 +276,7 @@ class ControlPlaneBuilder:
     # -- go invocations -------------------------------------------------------------------------------
 
     def _kube_ldflags(self) -> str:
-        version = self._kube_version
-        major, minor = version[1:].split(".")[:2]
-        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        flags = ["-s", "-w"]
-        # Both packages carry the version: component-base for /version and --version, client-go for
-        # the user agent; hack/lib/version.sh sets both the same way.
-        for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-            for key, value in (
-                ("gitVersion", version),
-                ("gitMajor", major),
-                ("gitMinor", minor),
-                ("gitTreeState", "clean"),
-                ("buildDate", date),
-            ):
-                flags.append(f"-X {package}.{key}={value}")
-        return " ".join(flags)
+        return kube_ldflags(self._kube_version)
 
     def _build(self, go: str, module: Path, package: str, name: str, ldflags: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
