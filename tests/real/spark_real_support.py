@@ -5,7 +5,7 @@ cluster (``url``, ``token``, ``ca``, ``master``, ``conf``: what :class:`LocalClu
 scenario writes its observations to OUT.json after every step, and the test asserts on them. Each
 scenario needs its own driver JVM (pyspark launches one per Python process).
 
-The helpers of the embedded-cluster scenarios (tests/spark/real_backend_support.py) are reused: the gated
+The helpers of the embedded-cluster scenarios (tests/support/real_backend_support.py) are reused: the gated
 job, /proc probes and Spark's status store; the pods are watched over the real API server here.
 """
 
@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+# Run as a script: the shared helpers' folder is not on its path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from real_backend_support import (
     BASE_CONF,
     DYNAMIC_CONF,

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import real_backend_support
 from real_backend_support import executor_processes, is_alive, session_processes, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
-SUPPORT = Path(__file__).with_name("real_backend_support.py")
+SUPPORT = Path(real_backend_support.__file__)
 
 
 def run_scenario(name: str, tmp_path: Path, expect_exit: int = 0) -> dict[str, Any]:
