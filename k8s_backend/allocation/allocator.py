@@ -83,6 +83,8 @@ class ExecutorPodsAllocator:
         nowhere but the log). ``scheduler``: runs the early rounds of adaptive batches (without one, every
         round waits for the store's next delivery). ``quota``: caps each round at what the namespace's
         ResourceQuotas allow (spark.kubernetes.allocation.quotaAware)."""
+        # Over 60 lines by design: it only builds the allocator's collaborators and its initial state, one
+        # assignment each.
         self._settings = settings
         self.quota = quota
         self.avoider = avoider  # only for status(): it avoids nodes through the pod builder

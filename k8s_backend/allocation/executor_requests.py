@@ -79,6 +79,8 @@ class ExecutorRequests:
     ) -> bool:
         """Create the request's pods, ``concurrency`` in flight (1: in order, as Spark); results are appended
         to ``results``. Returns False when the round must create nothing more."""
+        # Over 60 lines: the pool's three callbacks (the next id, the create, its result) share the request's
+        # state (ids left, go on, refused once, retried ids), so they are closures of this one call.
         parts = self._parts
         if parts.ids.exhausted and not parts.retries.pending_ids:
             parts.ids.next()  # None, and the one WARNING naming spark.kubernetes.allocation.maximum

@@ -195,6 +195,8 @@ def is_idle_timed_out(state: ExecutorPodState, now: float, idle_timeout: float) 
 
 def plan_round(inp: RoundInput) -> AllocationPlan:
     """Decide one allocation round (see the module docstring)."""
+    # Over 60 lines: one round read top to bottom in Spark's order (onNewSnapshots): forget what snapshots
+    # now show, count each profile, delete the excess, then decide the creates; the steps share the counts.
     batch, now, limits = inp.batch, inp.now, inp.limits
     seen = batch.seen_executor_ids()
     known = inp.scheduler_known

@@ -46,6 +46,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The ``local`` options, on any parser."""
+    # Over 60 lines: one add_argument per option of `k8s-backend local`, nothing else.
     parser.add_argument(
         "--control-plane",
         choices=CONTROL_PLANES,
@@ -302,6 +303,8 @@ def run_local(
     stop: threading.Event | None = None,
 ) -> int:
     """Run the cluster until Ctrl-C, SIGTERM or ``stop`` is set; ``ready`` is set once it is up."""
+    # Over 60 lines: the command's whole life (check, start, tell, wait, stop) with one try/finally that must
+    # enclose it all.
     from k8s_backend.local.cluster import LocalCluster
 
     stream = out or sys.stdout

@@ -82,6 +82,8 @@ def parse_volumes(props: Mapping[str, str], prefix: str = VOLUMES_PREFIX) -> tup
 
 
 def _volume(kind: str, name: str, options: dict[str, str], prefix: str) -> VolumeSpec:
+    # Over 60 lines: Spark's checks of one volume's options, in its order, each raising the error that names
+    # its key.
     base = f"{prefix}{kind}.{name}"
     if kind not in _TYPE_OPTIONS:
         raise ConfigError(

@@ -197,6 +197,7 @@ def plan_cluster(
     names, read already (:func:`~k8s_backend.cli.submit.driver_credentials.read_driver_files`; read here
     if None).
     """
+    # Over 60 lines: every usage check of a cluster-mode submission runs here, before anything is created.
     names = names or plan_names(sub)
     props = sub.properties
     app_files = driver_files.plan_submission_files(sub)  # shipped in the ConfigMap, unless uploaded

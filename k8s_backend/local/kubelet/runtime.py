@@ -140,6 +140,8 @@ class ContainerRuntime:
     # -- one container -------------------------------------------------------------------------------
 
     def _start(self, record: PodRecord, container: ContainerRecord, runtime: PodRuntime) -> None:
+        # Over 60 lines: a container's start as a kubelet goes through it, one branch per outcome (the image
+        # missing, no processes run, a bad configuration, a failed start, the process running), with Events.
         now = self._clock.now()
         image = container.image
         if not self._images.is_known(image):
