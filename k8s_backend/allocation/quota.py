@@ -55,7 +55,7 @@ def _quantities(values: Mapping[str, Any]) -> dict[str, Decimal]:
     for key, value in values.items():
         try:
             out[str(key)] = parse_quantity(value, field=str(key))
-        except Exception:
+        except Exception:  # nosec B112
             continue  # a quantity we cannot read caps nothing; the API server still enforces it
     return out
 
