@@ -21,7 +21,14 @@ import attrs
 
 from k8s_backend.allocation.policy import RequestExecutors
 from k8s_backend.conf.model import ResourceProfile
-from k8s_backend.kube.port import ForbiddenError, KubernetesApi, Obj, Resource, UnauthorizedError
+from k8s_backend.kube.port import (
+    ForbiddenError,
+    KubernetesApi,
+    NotFoundError,
+    Obj,
+    Resource,
+    UnauthorizedError,
+)
 from k8s_backend.kube.quantity import parse_quantity
 
 log = logging.getLogger(__name__)
@@ -173,6 +180,7 @@ class QuotaGate:
         self._namespace = namespace
         self._demand_of = demand_of
         self.forbidden: str | None = None
+        self.unserved = False  # the API server serves no ResourceQuotas (the embedded one): no cap
         self.block: QuotaBlock | None = None
         self.lists = 0
 
@@ -180,7 +188,7 @@ class QuotaGate:
         self, requests: Sequence[RequestExecutors], profiles: Mapping[int, ResourceProfile]
     ) -> tuple[RequestExecutors, ...]:
         """The requests that fit the quotas (listed now: one or two requests per round that creates)."""
-        if not requests or self.forbidden is not None:
+        if not requests or self.forbidden is not None or self.unserved:
             return tuple(requests)
         try:
             quotas = self._api.list(RESOURCE_QUOTAS, self._namespace).items
@@ -194,6 +202,11 @@ class QuotaGate:
                 "spark.kubernetes.allocation.quotaAware=false.",
                 error,
             )
+            return tuple(requests)
+        except NotFoundError:
+            # No ResourceQuota kind on this server (k8s_backend's embedded one): no quota can refuse a pod.
+            self.unserved = True
+            log.info("The API server serves no ResourceQuotas: allocation is not capped by quota")
             return tuple(requests)
         except Exception as error:
             log.warning("Listing ResourceQuotas failed (%s); this round is not capped", error)

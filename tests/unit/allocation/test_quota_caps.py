@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 
+import pytest
+
 from k8s_backend.allocation.policy import RequestExecutors
-from k8s_backend.allocation.quota import QuotaView, cap_requests, container_defaults, demand_from
+from k8s_backend.allocation.quota import QuotaGate, QuotaView, cap_requests, container_defaults, demand_from
+from k8s_backend.kube.port import NotFoundError
 
 MIB = 1024 * 1024
 EXECUTOR = demand_from(1408, "1", None)  # 1 GiB heap + 384 MiB overhead, 1 core, no cpu limit
@@ -72,3 +76,28 @@ def test_limits_count_only_when_the_pod_or_a_limit_range_sets_them() -> None:
 def test_scoped_quotas_are_not_modelled() -> None:
     obj = {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}, "scopes": ["BestEffort"]}}
     assert QuotaView.of(obj) is None
+
+
+class _NoQuotaKind:
+    """An API server that serves no ResourceQuota kind (as k8s_backend's embedded one): every list is 404."""
+
+    def __init__(self) -> None:
+        self.lists = 0
+
+    def list(self, resource: object, namespace: str) -> object:
+        self.lists += 1
+        raise NotFoundError("the server could not find the requested resource")
+
+
+def test_a_server_without_resourcequotas_caps_nothing_and_is_asked_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = _NoQuotaKind()
+    gate = QuotaGate(api, "ns", lambda profile: pytest.fail("no demand without quotas"))  # type: ignore[arg-type]
+    requests = (RequestExecutors(0, 3),)
+    with caplog.at_level(logging.INFO, logger="k8s_backend.allocation.quota"):
+        assert gate.cap(requests, {}) == requests
+        assert gate.cap(requests, {}) == requests
+    assert api.lists == 1
+    assert gate.unserved
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
