@@ -211,6 +211,7 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "`spark.decommission.enabled` and `spark.storage.decommission.*` are on) and a replacement is "
         "requested at once. See docs/disruptions.md.",
         field="lifecycle.disruption_decommission",
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.executor.disruption.nodeTaints",
@@ -222,6 +223,7 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "without it one warning is logged and only the pods' condition counts. Empty: nodes are not read.",
         field="lifecycle.disruption_taints",
         check=each(LABEL_KEY),
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.executor.disruption.nodeCheckInterval",
@@ -230,6 +232,7 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "How often nodes are listed (one request, from the API server's cache) for cordons and taints.",
         field="lifecycle.disruption_node_interval",
         check=_POSITIVE_TIME,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.executor.nodeFailures.threshold",
@@ -242,6 +245,7 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "avoided nodes. `0`: off.",
         field="lifecycle.node_failure_threshold",
         check=at_least(0, "must be 0 (off) or more"),
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.executor.nodeFailures.window",
@@ -251,6 +255,7 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "avoided until its failures fall out of it.",
         field="lifecycle.node_failure_window",
         check=_POSITIVE_TIME,
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.allocation.quotaAware",
@@ -262,6 +267,7 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "(one warning and no cap without it). Scoped quotas are not modelled (the API server enforces "
         "them).",
         field="lifecycle.quota_aware",
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.executor.oom.overheadFactor",
@@ -273,6 +279,7 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "reason, status() and the log say what was raised.",
         field="lifecycle.oom_overhead_factor",
         check=between(1.0, 10.0, "must be between 1.0 (off) and 10.0"),
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.executor.oom.maxOverheadFactor",
@@ -281,6 +288,7 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "The bound of the OOM-aware raise: the overhead is at most the configured one times this.",
         field="lifecycle.oom_max_overhead_factor",
         check=between(1.0, 100.0, "must be between 1.0 and 100.0"),
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.dynamicAllocation.deleteGracePeriod",

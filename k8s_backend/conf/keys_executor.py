@@ -254,6 +254,7 @@ MISC_KEYS: tuple[Key, ...] = (
         "does (its ConfigEntry's prependedKey).",
         field="executor.extra_java_options",
         custom=True,
+        has_spark_entry=False,
     ),
     Key(
         "spark.executor.extraClassPath",
