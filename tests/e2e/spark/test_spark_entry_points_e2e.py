@@ -21,10 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
+from repo import REPO_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 PTH = ROOT / "k8s_backend" / "spark" / "k8s_backend_pyspark.pth"
 BIN = Path(sys.executable).parent
 
