@@ -99,7 +99,8 @@ def evict(api: KubernetesApi, name: str) -> None:
 
 
 def node_of(pod: dict[str, object]) -> str:
-    return str(pod["spec"]["nodeName"])  # type: ignore[index]
+    """The pod's node; empty while the scheduler has not placed it yet (a replacement just created)."""
+    return str(pod["spec"].get("nodeName") or "")  # type: ignore[attr-defined]
 
 
 def drain(cluster: LocalCluster, app: str, template: Path, *, on: bool) -> dict[str, int]:
