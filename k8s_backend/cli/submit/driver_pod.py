@@ -14,6 +14,7 @@ import copy
 import getpass
 from collections.abc import Mapping, Sequence
 from importlib import metadata
+from typing import Any
 
 import attrs
 
@@ -195,32 +196,9 @@ def driver_image(properties: Mapping[str, str]) -> str:
     return image
 
 
-def build_driver_pod(
-    properties: Mapping[str, str],
-    names: DriverNames,
-    *,
-    app_name: str,
-    image: str,
-    args: Sequence[str],
-    files: DriverFiles,
-    data: Mapping[str, str],
-    token_secret: str | None = None,
-    secret_conf_secret: str | None = None,
-    mounted: Sequence[str] = (driver_token.TOKEN_KEY,),
-) -> Obj:
-    """The driver pod of :func:`build_driver` (without the claims to create with it)."""
-    return build_driver(
-        properties,
-        names,
-        app_name=app_name,
-        image=image,
-        args=args,
-        files=files,
-        data=data,
-        token_secret=token_secret,
-        secret_conf_secret=secret_conf_secret,
-        mounted=mounted,
-    )[0]
+def build_driver_pod(properties: Mapping[str, str], names: DriverNames, **options: Any) -> Obj:
+    """The driver pod of :func:`build_driver` (same arguments), without the claims to create with it."""
+    return build_driver(properties, names, **options)[0]
 
 
 def build_driver(
