@@ -359,6 +359,9 @@ def test_a_node_whose_executors_keep_being_killed_is_avoided_by_the_real_schedul
             )
         avoided = backend.status()["allocator"]["avoided_nodes"]
         assert [a["node"] for a in avoided] == [bad] and avoided[0]["failures"] == 2
+        # The two killed executors' replacements may still be on their way: let them come up
+        # first, so that "new" below means exactly the executors asked for after the avoidance.
+        until(lambda: running(api, app, 4), "the 2 replacements Running")
         highest = max(int(i) for i in executors(api, app))
         backend.request_total_executors({0: 6})  # new executors after the avoidance
         until(lambda: running(api, app, 6), "6 executors Running")
