@@ -157,6 +157,7 @@ class DisruptionWatcher:
             notice.pod_name,
             notice.reason,
         )
+        self._events.disruption_noticed(executor_id, notice.pod_name, notice.reason)
         self._events.decommissioning([executor_id])
         if self._label is not None:
             self._label([executor_id])

@@ -37,6 +37,11 @@ class ExecutorEvents(Protocol):
         """The driver asked to decommission these executors."""
         ...
 
+    def disruption_noticed(self, executor_id: str, pod_name: str, reason: str) -> None:
+        """Kubernetes gave notice that this executor's pod will be taken away (a drain, an eviction, a
+        cordon or a disruption taint); its decommission follows."""
+        ...
+
     def removed(self, executor_id: int, loss: ExecutorLoss) -> None:
         """The executor is gone, and the driver was told why."""
         ...
@@ -64,6 +69,10 @@ class ExecutorEventsFanout:
     def decommissioning(self, executor_ids: Sequence[str]) -> None:
         for listener in self._listeners:
             self._guard(listener.decommissioning, executor_ids)
+
+    def disruption_noticed(self, executor_id: str, pod_name: str, reason: str) -> None:
+        for listener in self._listeners:
+            self._guard(listener.disruption_noticed, executor_id, pod_name, reason)
 
     def removed(self, executor_id: int, loss: ExecutorLoss) -> None:
         for listener in self._listeners:

@@ -59,6 +59,9 @@ class ExecutorFailures:
     def decommissioning(self, executor_ids: Sequence[str]) -> None:
         self.expect_removal(executor_ids)
 
+    def disruption_noticed(self, executor_id: str, pod_name: str, reason: str) -> None:
+        """Its decommission follows, which is what makes its end no failure."""
+
     def expect_removal(self, executor_ids: Iterable[str]) -> None:
         """The driver asked to kill or decommission these executors: their end is no failure."""
         ids = {int(i) for i in executor_ids if str(i).isdigit()}

@@ -30,7 +30,14 @@ COLOURS: dict[str, str] = {
     "lost": "#b62324",
     "deleted": "#6e7681",  # its pod is gone, how it ended is not known
 }
-MARKER_COLOURS = {"kill": "#db6d28", "decommission": "#a371f7", "api-error": "#f85149", "note": "#6e7681"}
+MARKER_COLOURS = {
+    "kill": "#db6d28",
+    "notice": "#d29922",  # Kubernetes gave notice it will take an executor's pod away
+    "decommission": "#a371f7",
+    "gone": "#8b949e",  # an executor decommissioned on notice has ended
+    "api-error": "#f85149",
+    "note": "#6e7681",
+}
 
 ROW = 22  # px per executor row
 LEFT = 110  # px for the row labels

@@ -48,6 +48,7 @@ class ExecutorMonitor:
         self._lock = threading.Lock()
         self._failed = False
         self._told_ended: set[int] = set()
+        self._noticed: dict[int, str] = {}  # executors decommissioned on a disruption notice -> why
         self.stuck_notices: list[ExecutorStuck] = []
 
     def start(self) -> None:
@@ -100,6 +101,16 @@ class ExecutorMonitor:
         with self._lock:
             self._tracker.decommissioning(ids, self._clock.now())
             self._timeline.marker(self._clock.now(), "decommission", f"decommissioning {_ids(ids)}")
+
+    def disruption_noticed(self, executor_id: str, pod_name: str, reason: str) -> None:
+        """Kubernetes will take this executor's pod away: a marker, and its end gets one too."""
+        if not str(executor_id).isdigit():
+            return
+        with self._lock:
+            self._noticed[int(executor_id)] = reason
+            self._timeline.marker(
+                self._clock.now(), "notice", f"executor {executor_id} (pod {pod_name}): {reason}"
+            )
 
     def target(self, total: int) -> None:
         """The driver asked for ``total`` executors (all profiles)."""
@@ -160,6 +171,14 @@ class ExecutorMonitor:
         detail = loss.message.strip().splitlines()[0] if loss.message.strip() else ""
         with self._lock:
             self._tracker.removed(executor_id, detail, self._clock.now())
+            notice = self._noticed.pop(executor_id, None)
+            if notice is not None:
+                self._timeline.marker(
+                    self._clock.now(),
+                    "gone",
+                    f"executor {executor_id}, decommissioned on notice ({notice}), is gone: "
+                    f"{detail or f'exit {loss.exit_code}'}",
+                )
             ended = self._ended([executor_id])
         _tell_ended(ended)
 

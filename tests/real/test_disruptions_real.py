@@ -187,6 +187,13 @@ def test_an_eviction_alone_is_noticed_by_its_disruption_target_condition(
         assert "DisruptionTarget (EvictionByEvictionAPI" in driver.decommissioned[0][1]
         until(lambda: running(api, app, 2) and "3" in executors(api, app), "the evicted executor replaced")
         assert backend.status()["allocator"]["failures"] == 0
+        # The timeline shows the notice, the decommission, and the noticed executor's end.
+        until(
+            lambda: "gone" in {kind for _, kind, _ in backend.parts.monitor.recent_activity(20)[1]},
+            "the evicted executor's end on the timeline",
+        )
+        kinds = [kind for _, kind, _ in backend.parts.monitor.recent_activity(20)[1]]
+        assert kinds.index("notice") < kinds.index("decommission") < kinds.index("gone"), kinds
     finally:
         backend.stop()
         until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")

@@ -42,6 +42,9 @@ class Removals:
     def decommissioning(self, executor_ids: Sequence[str]) -> None:
         raise AssertionError("decommissions come from the driver's hooks")
 
+    def disruption_noticed(self, executor_id: str, pod_name: str, reason: str) -> None:
+        raise AssertionError("notices come from the disruption watcher")
+
 
 class World:
     def __init__(

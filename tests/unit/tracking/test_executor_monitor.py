@@ -150,3 +150,29 @@ def test_an_executor_that_ends_is_logged_once_with_its_history_in_iso_times(
         ended[0],
     ), ended[0]
     assert ended[1].startswith("Executor 2 ended: requested ") and "lost" in ended[1]
+
+
+def test_a_disruption_notice_and_the_noticed_executors_end_are_markers_on_the_timeline() -> None:
+    h = Harness()
+    for executor_id in (1, 2):
+        h.monitor.requested(executor_id, 0)
+    h.clock.advance(2)
+    h.monitor.disruption_noticed("1", "app-exec-1", "node node-2 is cordoned")
+    h.monitor.decommissioning(["1"])
+    h.clock.advance(3)
+    h.monitor.removed(1, ExecutorLoss(0, False, "Executor decommissioned\nmore"))
+    h.monitor.removed(2, ExecutorLoss(137, False, ""))  # no notice: no "gone" marker
+    h.monitor.disruption_noticed("driver", "app-driver", "ignored: not an executor")
+    _, markers = h.monitor.recent_activity(10)
+    assert [(t - T0, kind, text) for t, kind, text in markers] == [
+        (2.0, "notice", "executor 1 (pod app-exec-1): node node-2 is cordoned"),
+        (2.0, "decommission", "decommissioning 1"),
+        (
+            5.0,
+            "gone",
+            "executor 1, decommissioned on notice (node node-2 is cordoned), is gone: "
+            "Executor decommissioned",
+        ),
+    ]
+    page = h.monitor.timeline("app").markers
+    assert [m.kind for m in page] == ["notice", "decommission", "gone"]
