@@ -47,10 +47,15 @@ from k8s_backend.conf.model import KubernetesConf, ResourceProfile, ScalingConf
 from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import KubernetesApi
+from k8s_backend.lifecycle.autoscaler_hints_writer import AutoscalerHintsWriter
 from k8s_backend.lifecycle.decisions import LifecycleDecider
 from k8s_backend.lifecycle.disruption_watcher import DisruptionWatcher, NodeReader
 from k8s_backend.lifecycle.disruptions import DisruptionDecider, parse_taints
-from k8s_backend.lifecycle.driver_port import DriverEndpoint, registered_executor_count
+from k8s_backend.lifecycle.driver_port import (
+    DriverEndpoint,
+    ExecutorActivitySource,
+    registered_executor_count,
+)
 from k8s_backend.lifecycle.executor_events import ExecutorEvents, ExecutorEventsFanout
 from k8s_backend.lifecycle.executor_ops import ExecutorOperations
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
@@ -266,6 +271,7 @@ def _parts(
         driver=runtime.driver,
     )
     disruptions = _disruptions(app.conf, runtime, store, events, operations)
+    hints = _autoscaler_hints(app.conf, runtime, store)
     allocator = _allocator(app, runtime, store, lifecycle, events, failures, disruptions, booster)
     stop_sequence = build_stop_sequence(
         app.conf,
@@ -301,6 +307,7 @@ def _parts(
         stop_sequence=stop_sequence,
         registered_executors=functools.partial(registered_executor_count, runtime.driver, store),
         disruptions=disruptions,
+        autoscaler_hints=hints,
     )
     if monitoring is not None:
         monitoring.attach(parts, has_driver=runtime.driver is not None)
@@ -407,6 +414,29 @@ def _disruptions(
         driver=runtime.driver,
         events=events,
         label=operations.label_decommissioning,
+    )
+
+
+def _autoscaler_hints(
+    conf: KubernetesConf, runtime: Runtime, store: ExecutorPodsSnapshotsStore
+) -> AutoscalerHintsWriter | None:
+    lifecycle = conf.lifecycle
+    if not lifecycle.autoscaler_hints:
+        return None
+    if not isinstance(runtime.driver, ExecutorActivitySource):
+        # The facts come only from a driver: without one (the backend used alone) there is nothing to go on.
+        log.warning(
+            "spark.kubernetes.executor.autoscalerHints.enabled is true, but no driver reports what its "
+            "executors hold (only the PySpark bridge does): no autoscaler hints are written"
+        )
+        return None
+    return AutoscalerHintsWriter(
+        runtime.api,
+        store,
+        runtime.driver,
+        namespace=conf.namespace,
+        interval=lifecycle.autoscaler_hints_interval,
+        deletion_cost=lifecycle.autoscaler_hints_cost,
     )
 
 

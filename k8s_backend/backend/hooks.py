@@ -26,6 +26,7 @@ from k8s_backend.errors import BackendStateError
 from k8s_backend.gang.gate import GateState
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import Obj
+from k8s_backend.lifecycle.autoscaler_hints_writer import AutoscalerHintsWriter
 from k8s_backend.lifecycle.disruption_watcher import DisruptionWatcher
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.lifecycle.executor_events import ExecutorEvents
@@ -68,6 +69,7 @@ class BackendParts:
     stop_sequence: StopSequence
     registered_executors: Callable[[], int]  # executors registered with the driver (or running pods)
     disruptions: DisruptionWatcher | None = None  # decommission on the cluster's notice (None: off)
+    autoscaler_hints: AutoscalerHintsWriter | None = None  # "not me" to autoscalers (None: off)
 
 
 @attrs.frozen
@@ -210,6 +212,7 @@ class SchedulerBackendHooks:
             lambda: parts.monitor.target(self._scaling.initial_target),
             parts.lifecycle.start,
             self._start_disruptions,
+            self._start_autoscaler_hints,
             parts.monitor.start,
             self._start_progress,
             self._start_publishing,
@@ -231,6 +234,10 @@ class SchedulerBackendHooks:
     def _start_disruptions(self) -> None:
         if self.parts.disruptions is not None:
             self.parts.disruptions.start()
+
+    def _start_autoscaler_hints(self) -> None:
+        if self.parts.autoscaler_hints is not None:
+            self.parts.autoscaler_hints.start()
 
     def stop(self) -> None:
         """Stop everything and clean up, within ``spark.kubernetes.stopTimeout`` (cleanup still under
@@ -358,6 +365,7 @@ class SchedulerBackendHooks:
             "gang": None if self._gang is None else self._gang.status(),
             "disruptions": None if parts.disruptions is None else parts.disruptions.status(),
             "oom": None if parts.lifecycle.oom is None else parts.lifecycle.oom.status(),
+            "autoscaler_hints": None if parts.autoscaler_hints is None else parts.autoscaler_hints.status(),
             "watch": parts.watch_source.health(),
             "polls": parts.polling_source.polls,
             "history": [

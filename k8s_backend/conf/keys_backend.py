@@ -235,6 +235,38 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         has_spark_entry=False,
     ),
     Key(
+        "spark.kubernetes.executor.autoscalerHints.enabled",
+        Kind.BOOL,
+        "false",
+        "While an executor runs tasks, holds cached blocks or holds live shuffle outputs (facts from the "
+        "driver, through the PySpark bridge), its pod carries `cluster-autoscaler.kubernetes.io/"
+        "safe-to-evict: \"false\"`, `karpenter.sh/do-not-disrupt: \"true\"` and a high "
+        "`controller.kubernetes.io/pod-deletion-cost`; an idle executor holding nothing has them removed. "
+        "Off by default: it keeps nodes that hold shuffle data, which costs money. Needs patch on pods "
+        "(the driver's role has it). See docs/disruptions.md.",
+        field="lifecycle.autoscaler_hints",
+        has_spark_entry=False,
+    ),
+    Key(
+        "spark.kubernetes.executor.autoscalerHints.interval",
+        Kind.DURATION_MS,
+        "5s",
+        "How often the driver's facts are read for the autoscaler hints; at most 50 pods are patched per "
+        "interval, and only those whose state changed.",
+        field="lifecycle.autoscaler_hints_interval",
+        check=_POSITIVE_TIME,
+        has_spark_entry=False,
+    ),
+    Key(
+        "spark.kubernetes.executor.autoscalerHints.deletionCost",
+        Kind.INT,
+        "1000000",
+        "The `controller.kubernetes.io/pod-deletion-cost` of an executor that holds work (ReplicaSet "
+        "scale-down removes cheaper pods first).",
+        field="lifecycle.autoscaler_hints_cost",
+        has_spark_entry=False,
+    ),
+    Key(
         "spark.kubernetes.executor.nodeFailures.threshold",
         Kind.INT,
         "0",

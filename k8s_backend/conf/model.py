@@ -136,6 +136,9 @@ class LifecycleConf:
         "karpenter.sh/disruption",
     )
     disruption_node_interval: float = 5.0
+    autoscaler_hints: bool = False  # annotate executors that hold work against autoscaler scale-down
+    autoscaler_hints_interval: float = 5.0
+    autoscaler_hints_cost: int = 1_000_000
     node_failure_threshold: int = 0  # executor failures on one node (not the app's) to avoid it; 0: off
     node_failure_window: float = 600.0
     quota_aware: bool = True  # cap allocation rounds at what the namespace's ResourceQuotas allow

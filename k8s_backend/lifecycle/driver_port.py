@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import attrs
 
+from k8s_backend.lifecycle.autoscaler_hints import ExecutorActivity
 from k8s_backend.snapshots.states import PodPhase
 from k8s_backend.snapshots.store import SnapshotsStore
 
@@ -47,3 +48,12 @@ def registered_executor_count(driver: DriverEndpoint | None, store: SnapshotsSto
     if driver is not None:
         return sum(1 for i in driver.registered_executors() if str(i).isdigit())
     return len(store.current().in_phase(PodPhase.RUNNING))
+
+
+@runtime_checkable
+class ExecutorActivitySource(Protocol):
+    """A driver that can tell what each executor is doing and holding (the PySpark bridge can)."""
+
+    def executor_activity(self) -> Mapping[str, ExecutorActivity] | None:
+        """Executor id -> running tasks, cached blocks and live shuffle outputs; None when unknown now."""
+        ...

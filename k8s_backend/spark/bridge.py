@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from k8s_backend.conf.model import ResourceProfile
+from k8s_backend.lifecycle.autoscaler_hints import ExecutorActivity
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.spark.profiles import parse_request
 
@@ -91,6 +92,23 @@ class JvmDriverEndpoint:
             log.warning("Could not list Spark's registered executors", exc_info=True)
             return {}
         return {str(k): float(v) / 1000.0 for k, v in millis.items()}
+
+    def executor_activity(self) -> Mapping[str, ExecutorActivity] | None:
+        """Per executor: running tasks, cached RDD blocks and live shuffle outputs (Spark's status store
+        and map-output tracker); None when the JVM cannot tell now."""
+        try:
+            facts: dict[str, Any] = json.loads(self._java.executorActivityJson())
+        except Exception:
+            log.debug("Could not read Spark's executor activity", exc_info=True)
+            return None
+        return {
+            str(executor_id): ExecutorActivity(
+                tasks=int(f.get("tasks", 0)),
+                rdd_blocks=int(f.get("rddBlocks", 0)),
+                shuffle=bool(f.get("shuffle")),
+            )
+            for executor_id, f in facts.items()
+        }
 
     def backend_stopped(self) -> None:
         """Tell the JVM backend that this backend has stopped and removed what it created: the JVM then

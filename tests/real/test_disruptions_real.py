@@ -32,6 +32,12 @@ from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.allocation.quota import RESOURCE_QUOTAS
 from k8s_backend.kube.delegate import DelegatingKubernetesApi
 from k8s_backend.kube.port import NODES, ForbiddenError, KubernetesApi, Resource
+from k8s_backend.lifecycle.autoscaler_hints import (
+    DELETION_COST,
+    DO_NOT_DISRUPT,
+    SAFE_TO_EVICT,
+    ExecutorActivity,
+)
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.local.control_plane import ControlPlaneBinaries
 from k8s_backend.local.kubelet import Node
@@ -378,6 +384,57 @@ def test_a_node_whose_executors_keep_being_killed_is_avoided_by_the_real_schedul
             f"avoided {bad} after {len(killed)} SIGKILLed executors; "
             f"new executors on {[node_of(p) for p in new]}"
         )
+    finally:
+        backend.stop()
+        until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")
+
+
+class HoldingDriver(Driver):
+    """A driver that says which executors hold cached blocks (the bridge reads it from Spark)."""
+
+    holding: frozenset[str] = frozenset()
+
+    def executor_activity(self) -> Mapping[str, ExecutorActivity]:
+        return {i: ExecutorActivity(rdd_blocks=int(i in self.holding)) for i in self.registered_executors()}
+
+
+def hints_of(api: KubernetesApi, app: str) -> dict[str, dict[str, str]]:
+    """Executor id -> the autoscaler annotations its pod carries."""
+    keys = (SAFE_TO_EVICT, DO_NOT_DISRUPT, DELETION_COST)
+    return {
+        i: {k: v for k, v in (p["metadata"].get("annotations") or {}).items() if k in keys}
+        for i, p in executors(api, app).items()
+    }
+
+
+def test_executors_holding_blocks_carry_the_autoscaler_hints_on_the_real_api_server(
+    cluster: LocalCluster, template: Path
+) -> None:
+    app, api = "spark-real-hints", cluster.api()
+    driver = HoldingDriver(api, app)
+    driver.holding = frozenset({"1"})
+    conf = backend_conf(
+        app,
+        2,
+        template,
+        **{
+            "spark.kubernetes.executor.autoscalerHints.enabled": "true",
+            "spark.kubernetes.executor.autoscalerHints.interval": "200ms",
+        },
+    )
+    backend = KubernetesClusterSchedulerBackend.create(
+        conf, app_id=app, driver_url=DRIVER_URL, api=cluster.api(), driver=driver
+    )
+    backend.start()
+    try:
+        until(lambda: running(api, app, 2), "2 executors Running")
+        protected = {SAFE_TO_EVICT: "false", DO_NOT_DISRUPT: "true", DELETION_COST: "1000000"}
+        until(lambda: hints_of(api, app) == {"1": protected, "2": {}}, "executor 1 annotated, 2 not")
+        driver.holding = frozenset({"2"})  # 1 dropped its blocks, 2 cached some
+        until(lambda: hints_of(api, app) == {"1": {}, "2": protected}, "the hints moved from 1 to 2")
+        status = backend.status()["autoscaler_hints"]
+        assert status["patches"] == 3 and status["failed_patches"] == 0, status
+        assert status["protected_executors"] == [2]
     finally:
         backend.stop()
         until(lambda: all_pods(api, app) == [], "no pod of the application after stop()")

@@ -16,6 +16,7 @@ import pytest
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.kube.delegate import DelegatingKubernetesApi
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NODES, PODS, PVCS, SERVICES, Resource
+from k8s_backend.lifecycle.autoscaler_hints import ExecutorActivity
 from k8s_backend.testing import FakeKubernetes
 
 _T = TypeVar("_T")
@@ -198,3 +199,45 @@ def test_with_a_driver_the_executors_exits_at_stop_are_seen_on_the_watch_without
     quota_lists = api.requests.count(("list", "resourcequotas"))  # one per round that creates
     assert len(api.requests) - node_lists - quota_lists <= executors + 6, api.requests
     assert fake.objects(PODS, "default") == []
+
+
+class HoldingDriver(StoppingDriver):
+    """A driver whose executors, once registered, hold cached blocks the whole run."""
+
+    def executor_activity(self) -> dict[str, ExecutorActivity]:
+        return {i: ExecutorActivity(rdd_blocks=1) for i in self.registered}
+
+
+@pytest.mark.parametrize("hints", [False, True])
+def test_autoscaler_hints_add_one_patch_per_executor_whose_state_changes(hints: bool) -> None:
+    fake, driver, executors = FakeKubernetes(), HoldingDriver(), 4
+    api = Counting(fake)
+    backend = KubernetesClusterSchedulerBackend.create(
+        {
+            **CONF,
+            "spark.executor.instances": str(executors),
+            "spark.kubernetes.executor.autoscalerHints.enabled": str(hints).lower(),
+            "spark.kubernetes.executor.autoscalerHints.interval": "50ms",
+        },
+        app_id=APP,
+        driver_url="spark://CoarseGrainedScheduler@127.0.0.1:7078",
+        api=api,
+        driver=driver,
+    )
+    backend.start()
+    try:
+        wait_for(lambda: len(fake.objects(PODS, "default")) == executors)
+        for pod in fake.objects(PODS, "default"):
+            fake.patch_status(PODS, "default", pod["metadata"]["name"], {"phase": "Running"})
+        driver.registered = {str(i): 0.0 for i in range(1, executors + 1)}
+        if hints:
+            status = lambda: backend.status()["autoscaler_hints"]  # noqa: E731
+            wait_for(lambda: status()["patches"] == executors)
+            # Ten more reads of the driver's facts with nothing changed: no more requests.
+            reads = status()["reads"]
+            wait_for(lambda: status()["reads"] >= reads + 10)
+        else:
+            assert backend.status()["autoscaler_hints"] is None
+    finally:
+        backend.stop()
+    assert api.requests.count(("patch", "pods")) == (executors if hints else 0), api.requests

@@ -223,6 +223,11 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
         return Json.object(out);
     }
 
+    /** Per executor: running tasks, cached RDD blocks, live shuffle outputs (see {@link ExecutorActivity}). */
+    public String executorActivityJson() {
+        return ExecutorActivity.json(sc);
+    }
+
     /**
      * Python's backend has stopped and removed what it created (called by Python once, when its stop
      * finished, whoever asked for it): later hooks are no longer forwarded, and {@link #stop()} has
