@@ -11,6 +11,7 @@ job, /proc probes and Spark's status store; the pods are watched over the real A
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -218,6 +219,85 @@ def dynamic_allocation_scenario(out: Path, cluster: Mapping[str, Any]) -> None:
     )
 
 
+DRAIN_CONF = {
+    "spark.executor.instances": "2",
+    "spark.decommission.enabled": "true",
+    "spark.storage.decommission.enabled": "true",
+    "spark.storage.decommission.shuffleBlocks.enabled": "true",
+    "spark.storage.decommission.rddBlocks.enabled": "true",
+    "spark.kubernetes.executor.disruption.nodeCheckInterval": "500ms",
+}
+
+
+def second_job_tasks(spark: Any, group: str) -> dict[str, int]:
+    """Of the jobs in ``group``: the tasks run again for earlier stages (recomputed shuffle outputs),
+    failed task attempts (FetchFailed among them) and stage retries, from Spark's status tracker."""
+    tracker = spark.sparkContext.statusTracker()
+    recomputed = failed = retries = 0
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        result_stage = max(job.stageIds)
+        for stage_id in job.stageIds:
+            stage = tracker.getStageInfo(stage_id)
+            if stage is None:
+                continue
+            failed += stage.numFailedTasks
+            retries += stage.currentAttemptId
+            if stage_id != result_stage:
+                recomputed += stage.numCompletedTasks
+    return {"recomputed_tasks": recomputed, "failed_tasks": failed, "stage_retries": retries}
+
+
+def drain_scenario(out: Path, cluster: Mapping[str, Any], *, on: bool) -> None:
+    """A job writes shuffle outputs on two executors, one node is drained (cordon, then the eviction
+    API, as kubectl drain does), then a second job reads those outputs. With decommission on notice the
+    drained executor migrates its shuffle blocks when its node is cordoned, before its eviction; off, its
+    eviction loses them and Spark recomputes them."""
+    from k8s_backend.kube.port import NODES, NotFoundError, Resource
+    from k8s_backend.spark import session
+
+    report = Report(out)
+    conf = {k: v for k, v in cluster["conf"].items() if k != "spark.master"}
+    conf.update(BASE_CONF)
+    conf.update(DRAIN_CONF)
+    conf["spark.kubernetes.executor.disruption.decommissionOnNotice"] = str(on).lower()
+    api = cluster_api(cluster)
+    watcher = PodWatcher(api)
+    spark = session(cluster["master"], conf, f"real-cp-drain-{'on' if on else 'off'}")
+    sc = spark.sparkContext
+    drained_node = None
+    try:
+        report.step("started", registered=wait_until(lambda: len(active_tasks(spark)) == 2))
+        pairs = sc.parallelize(range(4000), 8).map(lambda x: (x % 16, x)).partitionBy(8)
+        report.step("first_job", first_count=pairs.count())
+        live = [v for v in watcher.views() if v["live"]]
+        drained_node = next(v["node"] for v in live if v["executor_id"] == "1")
+        drained = sorted(v["executor_id"] for v in live if v["node"] == drained_node)
+        api.patch(NODES, None, drained_node, {"spec": {"unschedulable": True}})  # kubectl cordon
+        if on:  # the notice: Spark decommissions and migrates; the executor then exits by itself
+            migrated = wait_until(lambda: set(drained) <= set(removed_executors(spark)))
+            report.step("decommissioned", migrated=migrated, removed=removed_executors(spark))
+        for view in watcher.views():  # kubectl drain's evictions, of what is left on the node
+            if view["executor_id"] in drained and view["live"]:
+                name = view["name"]
+                body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}}
+                with contextlib.suppress(NotFoundError):  # it exited meanwhile
+                    api.create(Resource("Eviction", f"pods/{name}/eviction"), "default", body)
+        gone = wait_until(lambda: set(drained) <= set(removed_executors(spark)))
+        report.step("drained", drained=drained, drained_node=drained_node, gone_in_spark=gone)
+        sc.setJobGroup("second", "reads the first job's shuffle outputs")
+        sizes = pairs.mapPartitions(lambda rows: [sum(1 for _ in rows)]).collect()
+        report.step(
+            "second_job", second_sizes=sizes, removed=removed_executors(spark),
+            **second_job_tasks(spark, "second"),
+        )  # fmt: skip
+    finally:
+        spark.stop()
+        if drained_node is not None:  # uncordon: the next scenario has both nodes
+            api.patch(NODES, None, drained_node, {"spec": {"unschedulable": False}})
+        watcher.close()
+
+
 SPARK_JVM_BACKEND_JOB = """
 import json, os, sys
 from pyspark.sql import SparkSession
@@ -250,6 +330,8 @@ SPARK_JVM_BACKEND_CONF = {
 
 SCENARIOS: dict[str, Callable[[Path, Mapping[str, Any]], None]] = {
     "dynamic": dynamic_allocation_scenario,
+    "drain-on": lambda out, cluster: drain_scenario(out, cluster, on=True),
+    "drain-off": lambda out, cluster: drain_scenario(out, cluster, on=False),
 }
 
 

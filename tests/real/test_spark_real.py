@@ -132,6 +132,24 @@ def test_a_pyspark_job_scales_loses_an_executor_and_scales_down(
     assert cluster.kubelet.processes() == []
 
 
+def test_a_drain_with_decommission_on_notice_keeps_every_shuffle_block(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Issue 25, item 1: the same drain with the behaviour on and off, counted by Spark itself."""
+    figures = {}
+    for mode in ("on", "off"):
+        seen = run_scenario(f"drain-{mode}", cluster, tmp_path)
+        assert seen["first_count"] == 4000 and sum(seen["second_sizes"]) == 4000  # the right answer
+        assert seen["drained"] and seen["gone_in_spark"]
+        figures[mode] = {k: seen[k] for k in ("drained", "recomputed_tasks", "failed_tasks", "stage_retries")}
+    print(f"drain figures: {figures}")
+    on, off = figures["on"], figures["off"]
+    # On: the drained executors' shuffle blocks migrated; nothing was recomputed or retried.
+    assert on["recomputed_tasks"] == on["failed_tasks"] == on["stage_retries"] == 0, figures
+    # Off: the eviction lost them, and Spark recomputed the lost map outputs.
+    assert off["recomputed_tasks"] > 0, figures
+
+
 def test_sparks_own_jvm_backend_runs_a_job_on_it(cluster: LocalCluster, tmp_path: Path) -> None:
     script = tmp_path / "driver.py"
     script.write_text(textwrap.dedent(SPARK_JVM_BACKEND_JOB))
