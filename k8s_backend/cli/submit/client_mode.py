@@ -159,6 +159,7 @@ _CLUSTER_ONLY = (
     "spark.kubernetes.driver.service.ipFamilies",
     "spark.kubernetes.driver.service.ipFamilyPolicy",
     "spark.kubernetes.driver.service.publishNotReadyAddresses",
+    "spark.kubernetes.kerberos.",
 )
 
 
