@@ -73,7 +73,10 @@ DRIVER_POD_KEYS: tuple[Key, ...] = (
         "spark.kubernetes.driver.annotateExitException",
         Kind.BOOL,
         "false",
-        _refused("spark.kubernetes.driver.annotateExitException"),
+        "Read by `k8s-backend submit`'s driver (either mode; `cli/submit/exit_exception.py`): when true and "
+        "spark.kubernetes.driver.pod.name is known (always in cluster mode), the traceback of the exception "
+        "the application did not catch goes onto the driver pod as the annotation `spark.exit-exception` "
+        "(abbreviated to 64 KiB).",
     ),
     _family("spark.kubernetes.driver.label.<name>", _DRIVER),
     _family("spark.kubernetes.driver.annotation.<name>", _DRIVER),

@@ -101,13 +101,15 @@ def test_a_token_secret_and_a_named_krb5_map_are_accepted(cp: ControlPlane, tmp_
 def test_the_network_policy_is_valid_and_a_broken_one_is_refused(cp: ControlPlane, tmp_path: Path) -> None:
     api = cp.api()
     p = plan(tmp_path, "policy")
-    pod, made = _create_all(api, p)
+    _, made = _create_all(api, p)
     [(resource, name)] = made
     assert resource == NETWORK_POLICIES
     policy = api.get(NETWORK_POLICIES, "default", name)
     assert policy["spec"]["podSelector"]["matchLabels"]["spark-role"] == "executor"
     assert policy["spec"]["policyTypes"] == ["Ingress"]  # the API server's default for an ingress-only policy
-    broken = {**policy, "metadata": {"name": "broken"}, "spec": {**policy["spec"], "ingress": [{"from": [{}]}]}}
+    # A peer selecting nothing is invalid: what the policy would look like built wrong is refused.
+    spec = {**policy["spec"], "ingress": [{"from": [{}]}]}
+    broken = {**policy, "metadata": {"name": "broken"}, "spec": spec}
     with pytest.raises(ApiError):
         api.create(NETWORK_POLICIES, "default", broken)
     api.delete(PODS, "default", p.names.pod, grace_period_seconds=0)

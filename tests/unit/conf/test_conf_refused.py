@@ -46,7 +46,6 @@ def test_the_refused_list_covers_the_issue_s_silent_keys() -> None:
         "spark.kubernetes.executor.pvc.resizeFactor",
         "spark.kubernetes.executor.podDeletionCost",
         "spark.kubernetes.allocation.recoveryMode.enabled",
-        "spark.kubernetes.driver.annotateExitException",
         "spark.kubernetes.kerberos.dt-secret-name",
         "spark.kubernetes.kerberos.dt-secret-key",
     ):
