@@ -13,10 +13,12 @@
   delegation tokens) is mounted at ``/mnt/secrets/hadoop-credentials`` and ``HADOOP_TOKEN_FILE_LOCATION``
   names the item.
 
+As Spark, no ``KRB5_CONFIG`` is set: ``/etc/krb5.conf`` is where Kerberos looks by default.
+
 Spark's last case, delegation tokens obtained from the submitter's own Kerberos ticket, needs Hadoop and
 a KDC on the submitting machine: it is not done (nothing is mounted then). The driver's login from the
-keytab and the tokens' distribution to executors are Spark's own (the executors get no Kerberos mounts:
-since Spark 3 the driver sends them the tokens).
+keytab and the tokens' distribution to executors are Spark's own: as in Spark 3+, whose executor builder
+has no Kerberos step, the executors get no Kerberos mounts (the driver sends them the tokens).
 """
 
 from __future__ import annotations
