@@ -2,7 +2,8 @@
 
 Cluster mode builds the basic driver pod (:mod:`k8s_backend.cli.submit.driver_pod`), then runs these
 steps in Spark's order on it: mounted secrets, env secrets, volumes, Hadoop conf, Kerberos, local dirs,
-the executors' NetworkPolicy, then user steps. The driver Service's IP family settings are :mod:`~k8s_backend.pods.driver.service`'s.
+the executors' NetworkPolicy, then user steps. The driver Service's IP family settings are
+:mod:`~k8s_backend.pods.driver.service`'s.
 """
 
 from k8s_backend.pods.driver.builder import DriverPodBuilder, driver_steps
