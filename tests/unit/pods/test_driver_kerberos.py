@@ -210,3 +210,21 @@ def test_cluster_mode_turns_a_bad_kerberos_setting_into_a_usage_error_before_any
         plan(tmp_path, f"{K}krb5.path={tmp_path / 'missing.conf'}")
     with pytest.raises(UsageError, match=r"without spark\.kerberos\.principal"):
         plan(tmp_path, f"spark.kerberos.keytab={tmp_path}")
+
+
+def test_the_kerberos_keys_are_accepted_by_the_conf_and_spark_2_4_s_internal_ones_refused() -> None:
+    from k8s_backend.conf.model import KubernetesConf
+
+    KubernetesConf.from_spark_conf(
+        {
+            f"{K}krb5.configMapName": "m",
+            f"{K}tokenSecret.name": "dt",
+            f"{K}tokenSecret.itemKey": "t",
+            "spark.kerberos.keytab": "local:///k",
+            "spark.kerberos.principal": "a@B",
+            "spark.kubernetes.driver.annotateExitException": "true",
+        }
+    )
+    with pytest.raises(ConfigError, match="Spark 2.4") as error:
+        KubernetesConf.from_spark_conf({f"{K}dt-secret-name": "x"})
+    assert error.value.key == f"{K}dt-secret-name"
