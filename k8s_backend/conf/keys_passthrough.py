@@ -73,7 +73,10 @@ DRIVER_POD_KEYS: tuple[Key, ...] = (
         "spark.kubernetes.driver.annotateExitException",
         Kind.BOOL,
         "false",
-        _refused("spark.kubernetes.driver.annotateExitException"),
+        "Read by `k8s-backend submit`'s driver (either mode; `cli/submit/exit_exception.py`): when true and "
+        "spark.kubernetes.driver.pod.name is known (always in cluster mode), the traceback of the exception "
+        "the application did not catch goes onto the driver pod as the annotation `spark.exit-exception` "
+        "(abbreviated to 64 KiB).",
     ),
     _family("spark.kubernetes.driver.label.<name>", _DRIVER),
     _family("spark.kubernetes.driver.annotation.<name>", _DRIVER),
@@ -131,25 +134,68 @@ SUBMISSION_KEYS: tuple[Key, ...] = (
         "spark.kubernetes.kerberos.krb5.path",
         Kind.STRING,
         None,
-        _refused("spark.kubernetes.kerberos.krb5.path"),
+        "Cluster mode: `k8s-backend submit` ships the local krb5.conf in a ConfigMap `<prefix>-krb5-file` "
+        "owned by the driver pod and mounts it at /etc/krb5.conf (`pods/driver/kerberos.py`, Spark's "
+        "KerberosConfDriverFeatureStep). Client mode: not read.",
     ),
     _spark(
         "spark.kubernetes.kerberos.krb5.configMapName",
         Kind.STRING,
         None,
-        _refused("spark.kubernetes.kerberos.krb5.configMapName"),
+        "Cluster mode: the existing ConfigMap (item `krb5.conf`) is mounted at /etc/krb5.conf on the driver "
+        "(`pods/driver/kerberos.py`). Client mode: not read.",
     ),
     _spark(
         "spark.kubernetes.kerberos.tokenSecret.name",
         Kind.STRING,
         None,
-        _refused("spark.kubernetes.kerberos.tokenSecret.name"),
+        "Cluster mode: the existing Secret of delegation tokens is mounted at "
+        "/mnt/secrets/hadoop-credentials on the driver, `HADOOP_TOKEN_FILE_LOCATION` naming its item "
+        "(`pods/driver/kerberos.py`; not with a shipped keytab, as Spark). Client mode: not read.",
     ),
     _spark(
         "spark.kubernetes.kerberos.tokenSecret.itemKey",
         Kind.STRING,
         None,
-        _refused("spark.kubernetes.kerberos.tokenSecret.itemKey"),
+        "Cluster mode: the item of `spark.kubernetes.kerberos.tokenSecret.name` that "
+        "`HADOOP_TOKEN_FILE_LOCATION` names (`pods/driver/kerberos.py`). Client mode: not read.",
+    ),
+    _spark(
+        "spark.kerberos.keytab",
+        Kind.STRING,
+        None,
+        "Cluster mode, with spark.kerberos.principal: a keytab on the submitting machine (not `local://`) "
+        "is shipped in a Secret `<prefix>-kerberos-keytab` owned by the driver pod, mounted at "
+        "/mnt/secrets/kerberos-keytab, and this key is rewritten to its path there "
+        "(`pods/driver/kerberos.py`). "
+        "The login and delegation tokens are Spark's (Hadoop and a KDC).",
+        fallbacks=("spark.yarn.keytab",),
+    ),
+    _spark(
+        "spark.kerberos.principal",
+        Kind.STRING,
+        None,
+        "Cluster mode: required with spark.kerberos.keytab (`pods/driver/kerberos.py`); the login is "
+        "Spark's.",
+        fallbacks=("spark.yarn.principal",),
+    ),
+    _spark(
+        "spark.yarn.keytab",
+        Kind.STRING,
+        None,
+        "Cluster mode: Spark's older name of spark.kerberos.keytab (an alternative of its ConfigEntry), "
+        "read when "
+        "that is unset (`pods/driver/kerberos.py`).",
+        has_spark_entry=False,
+    ),
+    _spark(
+        "spark.yarn.principal",
+        Kind.STRING,
+        None,
+        "Cluster mode: Spark's older name of spark.kerberos.principal (an alternative of its ConfigEntry), "
+        "read "
+        "when that is unset (`pods/driver/kerberos.py`).",
+        has_spark_entry=False,
     ),
     _spark(
         "spark.kubernetes.kerberos.dt-secret-name",

@@ -23,10 +23,9 @@ _RESIZE = (
     "implemented by k8s_backend); remove the key"
 )
 _KERBEROS = (
-    "only Spark's cluster-mode driver builder (KerberosConfDriverFeatureStep) reads it, and k8s_backend "
-    "does not build the krb5.conf ConfigMap or the delegation-token Secret; mount them with "
-    "spark.kubernetes.driver.secrets.* / spark.kubernetes.driver.volumes.* and spark.kubernetes.driverEnv.* "
-    "instead, and remove the key"
+    "it is an internal key of Spark 2.4's Kerberos support, which Spark no longer reads; name an existing "
+    "delegation-token Secret with spark.kubernetes.kerberos.tokenSecret.name and .itemKey instead, and "
+    "remove the key"
 )
 
 
@@ -57,12 +56,8 @@ REFUSED: tuple[Refusal, ...] = (
         "only Spark's deployment allocator reads it, and k8s_backend supports the direct allocator only; "
         "remove the key",
     ),
-    Refusal(
-        "spark.kubernetes.driver.annotateExitException",
-        "k8s_backend's driver does not write its exit exception onto its pod (a failed driver's last log "
-        "lines are its termination message, which `k8s-backend status` shows); remove the key",
-    ),
-    Refusal("spark.kubernetes.kerberos.", _KERBEROS, prefix=True),
+    Refusal("spark.kubernetes.kerberos.dt-secret-name", _KERBEROS),
+    Refusal("spark.kubernetes.kerberos.dt-secret-key", _KERBEROS),
     Refusal(
         "spark.kubernetes.setSubmitTimeInDriver",
         "Spark's own submit sets it for its cluster-mode drivers; nothing in k8s_backend reads it, remove "

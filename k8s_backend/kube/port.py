@@ -54,6 +54,8 @@ POD_GROUPS = Resource("PodGroup", "podgroups", group="scheduling.volcano.sh", ve
 LEASES = Resource("Lease", "leases", group="coordination.k8s.io")  # a client-mode driver's heartbeat
 EVENTS = Resource("Event", "events")  # core/v1 Events, read by `k8s-backend events`
 NODES = Resource("Node", "nodes", namespaced=False)  # read for cordons and disruption taints
+# The executors' NetworkPolicy a cluster-mode driver owns (pods/driver/network_policy.py).
+NETWORK_POLICIES = Resource("NetworkPolicy", "networkpolicies", group="networking.k8s.io")
 
 KNOWN_RESOURCES: tuple[Resource, ...] = (
     PODS,

@@ -31,17 +31,18 @@ from k8s_backend.cli.common.cluster_api import Connector, Permission, official_c
 from k8s_backend.cli.common.console import Console
 from k8s_backend.cli.common.deps import DriverRuntime
 from k8s_backend.cli.common.errors import UsageError
+from k8s_backend.cli.submit import exit_exception
 from k8s_backend.cli.submit.submission import Submission
 from k8s_backend.cli.submit.uploads import open_hadoop
 from k8s_backend.cli.submit.uris import LOCAL_SCHEME, is_remote, local_path, split_list
 from k8s_backend.common.failure_sink import is_failure_record
 from k8s_backend.common.signals import TERMINATING_SIGNALS, Terminated, signals_held
+from k8s_backend.errors import ConfigError
 from k8s_backend.kube.masters import MasterKind
 from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, SECRETS
 from k8s_backend.pods.auth_secret import executors_need_auth_secret
 
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
-
 
 
 def pyspark_runtime(*, verbose: bool = False) -> DriverRuntime:
@@ -144,8 +145,40 @@ def run_client(
             "client mode builds no driver pod, so these driver pod settings do nothing (they act in "
             f"--deploy-mode cluster): {', '.join(unused)}"
         )
+    try:  # a bad spark.kubernetes.driver.annotateExitException is told before the script runs
+        exit_exception.exit_annotation(sub.properties, sub.namespace, "")
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
     with fetched(sub) as sub:
-        return _run_driver(sub, console, runtime or pyspark_runtime(verbose=verbose), verbose)
+        raised: list[BaseException] = []
+        code = _run_driver(sub, console, runtime or pyspark_runtime(verbose=verbose), verbose, raised.append)
+    if raised:
+        annotate_exit_exception(sub, connect, console, raised[0])
+    return code
+
+
+def annotate_exit_exception(
+    sub: Submission, connect: Connector, console: Console, error: BaseException
+) -> None:
+    """With ``spark.kubernetes.driver.annotateExitException``, the script's uncaught exception onto the
+    driver pod (:mod:`k8s_backend.cli.submit.exit_exception`); a failure to write it is a warning, the
+    exit code stays the application's."""
+    annotation = exit_exception.exit_annotation(
+        sub.properties, sub.namespace, exit_exception.exception_text(error)
+    )
+    if annotation is None:
+        return
+    try:
+        connection = connect(sub.conf.api, sub.namespace)
+        try:
+            exit_exception.write_exit_annotation(connection.api, annotation)
+        finally:
+            connection.api.close()
+    except Exception as failure:  # whatever stops the annotation must not hide the application's failure
+        console.warning(
+            f"could not write the exit exception on driver pod {annotation.pod} "
+            f"({exit_exception.ANNOTATE_KEY}): {failure}"
+        )
 
 
 # Keys (or families) only the cluster-mode driver pod builder reads.
@@ -159,6 +192,7 @@ _CLUSTER_ONLY = (
     "spark.kubernetes.driver.service.ipFamilies",
     "spark.kubernetes.driver.service.ipFamilyPolicy",
     "spark.kubernetes.driver.service.publishNotReadyAddresses",
+    "spark.kubernetes.kerberos.",
 )
 
 
@@ -170,14 +204,28 @@ def cluster_only_keys(properties: Mapping[str, str]) -> list[str]:
     return sorted(k for k in properties if k.startswith(_CLUSTER_ONLY))
 
 
-def _run_driver(sub: Submission, console: Console, runtime: DriverRuntime, verbose: bool) -> int:
+def _run_driver(
+    sub: Submission,
+    console: Console,
+    runtime: DriverRuntime,
+    verbose: bool,
+    on_exception: Callable[[BaseException], None] = lambda error: None,
+) -> int:
     properties = driver_properties(sub)
     app = in_process_path(sub.app)
     py_files = split_list(properties.get("spark.submit.pyFiles", ""))
     with _termination_raises(console), _failure_record_left_out(verbose):
         runtime.prepare(sub.master, properties)
         try:
-            code = run_script(app, sub.app_args, py_files, console, failure=runtime.failure, verbose=verbose)
+            code = run_script(
+                app,
+                sub.app_args,
+                py_files,
+                console,
+                failure=runtime.failure,
+                verbose=verbose,
+                on_exception=on_exception,
+            )
         finally:
             with signals_held():  # the cleanup that removes the executors must not be cut short
                 runtime.stop()
@@ -246,8 +294,10 @@ def run_script(
     *,
     failure: Callable[[], str | None] = lambda: None,
     verbose: bool = False,
+    on_exception: Callable[[BaseException], None] = lambda error: None,
 ) -> int:
     """Run ``app`` as ``__main__`` (like ``python app ARGS``); returns the exit code it asked for.
+    ``on_exception`` is given the exception the script did not catch (not an exit or a signal).
 
     An exception the script did not catch prints its traceback, as ``python`` does, unless k8s_backend
     failed the application (``failure`` says why): the script's error is then only the Java error that
@@ -264,7 +314,8 @@ def run_script(
             if verbose:
                 traceback.print_exc()
             return INTERRUPTED
-        except BaseException:
+        except BaseException as error:
+            on_exception(error)
             if failure() is None or verbose:
                 traceback.print_exc()
             return 1

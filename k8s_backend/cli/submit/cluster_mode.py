@@ -52,6 +52,7 @@ from k8s_backend.kube.labels import DRIVER_POD_ANNOTATION
 from k8s_backend.kube.masters import pyk8s_url
 from k8s_backend.kube.port import (
     CONFIG_MAPS,
+    NETWORK_POLICIES,
     PODS,
     PVCS,
     SECRETS,
@@ -63,12 +64,14 @@ from k8s_backend.kube.port import (
 )
 from k8s_backend.pods.config_map import default_conf_dir, java_properties
 from k8s_backend.pods.constants import ENV_HADOOP_CONF_DIR
+from k8s_backend.pods.driver import DriverContext, DriverPodBuilder
 from k8s_backend.pods.driver.hadoop import (
     EXECUTOR_HADOOP_CONFIG_MAP_KEY,
     HADOOP_CONFIG_MAP_KEY,
     hadoop_config_map,
     read_hadoop_conf_dir,
 )
+from k8s_backend.pods.driver.owned import driver_extras
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
 from k8s_backend.pods.names import unique_id as new_unique_id
 from k8s_backend.pods.objects import owner_reference
@@ -101,6 +104,18 @@ class ClusterPlan:
     claims: tuple[Obj, ...] = ()
     # The ConfigMap of $HADOOP_CONF_DIR's files, when shipped (created after the pod, owned by it).
     hadoop_config_map: Obj | None = attrs.field(default=None, repr=False)
+    # What the driver steps own besides (krb5.conf ConfigMap, keytab Secret, executors' NetworkPolicy).
+    owned: tuple[Obj, ...] = attrs.field(default=(), repr=False)
+
+    def owned_objects(self, created_pod: Obj) -> list[tuple[Resource, Obj]]:
+        """The steps' owned objects with the pod as their owner, each with where it is created."""
+        return [
+            (
+                _OWNED_KINDS[body["kind"]],
+                {**body, "metadata": {**body["metadata"], "ownerReferences": [owner_reference(created_pod)]}},
+            )
+            for body in self.owned
+        ]
 
     def owned_hadoop_config_map(self, created_pod: Obj) -> Obj | None:
         body = self.hadoop_config_map
@@ -141,7 +156,9 @@ class ClusterPlan:
     def needs(self) -> tuple[Permission, ...]:
         """The permissions creating this plan takes."""
         needs = (*NEEDS, Permission("create", SECRETS)) if self._needs_secret else NEEDS
-        return (*needs, Permission("create", PVCS)) if self.claims else needs
+        needs = (*needs, Permission("create", PVCS)) if self.claims else needs
+        owned = {_OWNED_KINDS[body["kind"]] for body in self.owned} - {CONFIG_MAPS}  # in NEEDS already
+        return (*needs, *(Permission("create", r) for r in sorted(owned, key=lambda r: r.plural)))
 
     def config_map(self, created_pod: Obj) -> Obj:
         return driver_pod.build_config_map(self.names, created_pod, self.data, self.binary)
@@ -237,6 +254,7 @@ def plan_cluster(
     if is_dns1123_subdomain(prefix) and len(prefix) <= 237:
         properties.setdefault("spark.kubernetes.executor.podNamePrefix", prefix)
     hadoop_map = _hadoop_conf(properties, names, os.environ if environ is None else environ)
+    owned = _driver_extras(properties, names)
     conf = to_kubernetes_conf(properties)  # the driver will read these: check them now
     executor_preview.check_executors(conf, app_id=names.app_id)  # and build an executor pod as it will
     token, token_file_key = driver_token.move_token_to_file(properties)
@@ -278,7 +296,7 @@ def plan_cluster(
         mounted=mounted,
     )
     return ClusterPlan(
-        names, pod, properties, data, binary, token, secret_conf, files, tuple(claims), hadoop_map
+        names, pod, properties, data, binary, token, secret_conf, files, tuple(claims), hadoop_map, owned
     )
 
 
@@ -302,6 +320,30 @@ def _hadoop_conf(
     name = names.config_map.removesuffix("-conf-map") + "-hadoop-config"
     properties[EXECUTOR_HADOOP_CONFIG_MAP_KEY] = name
     return hadoop_config_map(name, names.namespace, driver_pod.app_labels(names.app_id), data)
+
+
+_OWNED_KINDS = {"ConfigMap": CONFIG_MAPS, "Secret": SECRETS, "NetworkPolicy": NETWORK_POLICIES}
+
+
+def _driver_extras(properties: dict[str, str], names: driver_pod.DriverNames) -> tuple[Obj, ...]:
+    """As Spark's Client.run: the driver steps' properties (the shipped keytab's path in the pod) go
+    into ``properties`` before they are written; returns the objects the steps own. The builder is made
+    here once more than for the pod (its steps are cheap to make and read no file until asked)."""
+    ctx = DriverContext(
+        properties=properties, app_id=names.app_id, pod_name=names.pod, namespace=names.namespace
+    )
+    try:
+        updates, owned = driver_extras(DriverPodBuilder(properties).steps, ctx)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    for body in owned:
+        if body.get("kind") not in _OWNED_KINDS:
+            raise UsageError(
+                f"a driver feature step owns a {body.get('kind')}: only {', '.join(_OWNED_KINDS)} are "
+                "created with the driver; fix the step"
+            )
+    properties.update(updates)
+    return tuple(owned)
 
 
 # Not in the driver's properties: passed as arguments, or how this machine reaches the cluster (a local
@@ -331,6 +373,7 @@ def create_objects(connection: Connection, plan: ClusterPlan, console: Console) 
             (CONFIG_MAPS, plan.config_map(pod)),
             (CONFIG_MAPS, plan.owned_hadoop_config_map(pod)),
             *((PVCS, claim) for claim in plan.owned_claims(pod)),
+            *plan.owned_objects(pod),
         )
         for resource, body in owned:
             if body is None:

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.driver.hadoop import DriverHadoopConfStep
+from k8s_backend.pods.driver.kerberos import DriverKerberosStep
+from k8s_backend.pods.driver.network_policy import DriverNetworkPolicyStep
 from k8s_backend.pods.driver.step import DriverContext, DriverFeatureStep
 from k8s_backend.pods.driver.steps import (
     DriverEnvSecretsStep,
@@ -37,6 +39,9 @@ _SPARK_NAMES: dict[str, type] = {
     f"{_SPARK_FEATURES}MountVolumesFeatureStep": DriverVolumesStep,
     f"{_SPARK_FEATURES}HadoopConfDriverFeatureStep": DriverHadoopConfStep,
     f"{_SPARK_FEATURES}LocalDirsFeatureStep": DriverLocalDirsStep,
+    # Kerberos and the executors' NetworkPolicy (pods/driver/kerberos.py, network_policy.py).
+    f"{_SPARK_FEATURES}KerberosConfDriverFeatureStep": DriverKerberosStep,
+    f"{_SPARK_FEATURES}NetworkPolicyFeatureStep": DriverNetworkPolicyStep,
 }
 _JVM_ROOTS = ("org.", "com.", "io.", "net.")
 
@@ -52,7 +57,9 @@ def driver_steps(properties: Mapping[str, str]) -> list[DriverFeatureStep]:
         DriverEnvSecretsStep(properties),
         DriverVolumesStep(properties),
         DriverHadoopConfStep(properties),
+        DriverKerberosStep(properties),
         DriverLocalDirsStep(properties),
+        DriverNetworkPolicyStep(properties),
     ]
 
 

@@ -17,3 +17,9 @@ def test_client_mode_tells_which_driver_pod_keys_do_nothing_there() -> None:
     ]
     # Inside the cluster-mode driver's pod they were acted on already: nothing to tell.
     assert cluster_only_keys({**props, "spark.kubernetes.submitInDriver": "true"}) == []
+
+
+def test_the_kerberos_mount_keys_are_cluster_only_too() -> None:
+    props = {"spark.kubernetes.kerberos.krb5.configMapName": "krb5", "spark.kerberos.principal": "a@B"}
+    # spark.kerberos.* is Spark's own login in either mode: not named.
+    assert cluster_only_keys(props) == ["spark.kubernetes.kerberos.krb5.configMapName"]

@@ -46,9 +46,8 @@ def test_the_refused_list_covers_the_issue_s_silent_keys() -> None:
         "spark.kubernetes.executor.pvc.resizeFactor",
         "spark.kubernetes.executor.podDeletionCost",
         "spark.kubernetes.allocation.recoveryMode.enabled",
-        "spark.kubernetes.driver.annotateExitException",
-        "spark.kubernetes.kerberos.krb5.path",
-        "spark.kubernetes.kerberos.tokenSecret.name",
+        "spark.kubernetes.kerberos.dt-secret-name",
+        "spark.kubernetes.kerberos.dt-secret-key",
     ):
         assert refusal_for(name) is not None, name
 
