@@ -153,6 +153,21 @@ class LifecycleConf:
 
 
 @attrs.frozen
+class RollConf:
+    """Executor rolling (Spark's ExecutorRollPlugin keys); on when ``interval`` is positive, which the
+    parser allows only with the plugin listed in ``spark.plugins`` and decommissioning enabled."""
+
+    interval: float = 0.0  # spark.kubernetes.executor.rollInterval, seconds; 0: off
+    policy: str = attrs.field(default="OUTLIER", converter=str.upper)  # a RollPolicy name
+    min_tasks: int = 0  # spark.kubernetes.executor.minTasksPerExecutorBeforeRolling
+    hook: str | None = None  # spark.kubernetes.executor.rollPolicyHook, "module:function"
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval > 0
+
+
+@attrs.frozen
 class ScalingConf:
     """How many executors: static instances or dynamic allocation."""
 
@@ -265,6 +280,7 @@ class KubernetesConf:
     allocation: AllocationConf = AllocationConf()
     snapshots: SnapshotsConf = SnapshotsConf()
     lifecycle: LifecycleConf = LifecycleConf()
+    roll: RollConf = RollConf()
     scaling: ScalingConf = ScalingConf()
     driver: DriverConf = DriverConf()
     executor: ExecutorPodConf = ExecutorPodConf()
