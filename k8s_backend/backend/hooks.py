@@ -31,6 +31,7 @@ from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.lifecycle.executor_events import ExecutorEvents
 from k8s_backend.lifecycle.executor_ops import ExecutorOperations
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
+from k8s_backend.lifecycle.roller import ExecutorRoller
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.states import PodPhase
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore, SnapshotsStore
@@ -68,6 +69,7 @@ class BackendParts:
     stop_sequence: StopSequence
     registered_executors: Callable[[], int]  # executors registered with the driver (or running pods)
     disruptions: DisruptionWatcher | None = None  # decommission on the cluster's notice (None: off)
+    roller: ExecutorRoller | None = None  # executor rolling (None: off)
 
 
 @attrs.frozen
@@ -211,6 +213,7 @@ class SchedulerBackendHooks:
             parts.lifecycle.start,
             self._start_disruptions,
             parts.monitor.start,
+            self._start_roller,
             self._start_progress,
             self._start_publishing,
             lambda: parts.watch_source.start(self._app_id),
@@ -231,6 +234,11 @@ class SchedulerBackendHooks:
     def _start_disruptions(self) -> None:
         if self.parts.disruptions is not None:
             self.parts.disruptions.start()
+
+    def _start_roller(self) -> None:
+        # After the allocator, lifecycle and monitor: its first look is one interval later anyway.
+        if self.parts.roller is not None:
+            self.parts.roller.start()
 
     def stop(self) -> None:
         """Stop everything and clean up, within ``spark.kubernetes.stopTimeout`` (cleanup still under
@@ -357,6 +365,7 @@ class SchedulerBackendHooks:
             "executors": parts.monitor.summary(),
             "gang": None if self._gang is None else self._gang.status(),
             "disruptions": None if parts.disruptions is None else parts.disruptions.status(),
+            "roller": None if parts.roller is None else parts.roller.status(),
             "oom": None if parts.lifecycle.oom is None else parts.lifecycle.oom.status(),
             "watch": parts.watch_source.health(),
             "polls": parts.polling_source.polls,

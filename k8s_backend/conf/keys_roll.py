@@ -50,10 +50,10 @@ ROLL_KEYS: tuple[Key, ...] = (
         INTERVAL_KEY,
         Kind.DURATION_S,
         "0s",
-        f"Executor rolling: every this often one executor is decommissioned (Spark's graceful path, the "
-        f"executor target kept, so a replacement comes). Acts only when `spark.plugins` lists `{ROLL_PLUGIN}` "
-        "and `spark.decommission.enabled` is true (else a ConfigError); `0`: off. Needs a driver for the "
-        "executors' metrics. See docs/executors.md, Executor rolling.",
+        "Executor rolling: every this often one executor is decommissioned (Spark's graceful path, the "
+        "executor target kept, so a replacement comes). Acts only when `spark.plugins` lists "
+        f"`{ROLL_PLUGIN}` and `spark.decommission.enabled` is true (else a ConfigError); `0`: off. Needs "
+        "a driver (for the executors' metrics). See docs/executors.md, Executor rolling.",
         field="roll.interval",
         check=at_least(0, "must be 0 (off) or a positive time value"),
     ),

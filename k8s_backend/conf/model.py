@@ -152,13 +152,17 @@ class LifecycleConf:
     stop_timeout: float = 15.0  # the longest stop() takes; cleanup then goes on in the background
 
 
+def _upper(text: str) -> str:
+    return text.upper()
+
+
 @attrs.frozen
 class RollConf:
     """Executor rolling (Spark's ExecutorRollPlugin keys); on when ``interval`` is positive, which the
     parser allows only with the plugin listed in ``spark.plugins`` and decommissioning enabled."""
 
     interval: float = 0.0  # spark.kubernetes.executor.rollInterval, seconds; 0: off
-    policy: str = attrs.field(default="OUTLIER", converter=str.upper)  # a RollPolicy name
+    policy: str = attrs.field(default="OUTLIER", converter=_upper)  # a RollPolicy name (Spark upper-cases)
     min_tasks: int = 0  # spark.kubernetes.executor.minTasksPerExecutorBeforeRolling
     hook: str | None = None  # spark.kubernetes.executor.rollPolicyHook, "module:function"
 

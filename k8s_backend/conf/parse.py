@@ -31,8 +31,8 @@ from k8s_backend.conf.model import (
     ScalingConf,
     SnapshotsConf,
 )
-from k8s_backend.conf.parse_volumes import parse_volumes
 from k8s_backend.conf.parse_roll import check_roll
+from k8s_backend.conf.parse_volumes import parse_volumes
 from k8s_backend.conf.refused import check_refused
 from k8s_backend.conf.spec import Use
 from k8s_backend.conf.units import cpu_millis
