@@ -296,11 +296,7 @@ def _parts(
         config_map_collected=None if heartbeat is None else heartbeat.collects_config_map,
         stop_metrics=None if monitoring is None else monitoring.server.stop,
         stop_roller=None if roller is None else roller.stop,
-        write_timeline=None
-        if app.conf.report_timeline is None
-        else timeline_writer(
-            app.conf.report_timeline, monitor, f"{app.conf.app_name} ({app.app_id}): executor timeline"
-        ),
+        write_timeline=_timeline_writer(app, monitor),
     )
     parts = BackendParts(
         store=store,
@@ -319,6 +315,14 @@ def _parts(
     if monitoring is not None:
         monitoring.attach(parts, has_driver=runtime.driver is not None)
     return parts
+
+
+def _timeline_writer(app: Application, monitor: ExecutorMonitor) -> Callable[[], None] | None:
+    """Writes the executor timeline at stop (``spark.kubernetes.report.timeline``), if asked for."""
+    path = app.conf.report_timeline
+    if path is None:
+        return None
+    return timeline_writer(path, monitor, f"{app.conf.app_name} ({app.app_id}): executor timeline")
 
 
 def _sources(
