@@ -86,6 +86,7 @@ def build_stop_sequence(
     stop_metrics: Callable[[], None] | None = None,
     write_timeline: Callable[[], None] | None = None,
     config_map_collected: Callable[[], bool] | None = None,
+    stop_roller: Callable[[], None] | None = None,
 ) -> StopSequence:
     """``delete_heartbeat``: stops and deletes a client-mode driver's heartbeat Lease, after the executors
     (deleted earlier, it would make them look orphaned to ``k8s-backend gc`` while they still run).
@@ -95,7 +96,8 @@ def build_stop_sequence(
     port is closed when stop() returns, even if a delete then hangs). ``write_timeline``: writes the
     executor timeline once nothing changes any more, before the deletes (which a hung API may delay).
     ``config_map_collected``: true when the heartbeat Lease owns the executor ConfigMap (its delete then
-    collects the map, so the map's own delete is skipped)."""
+    collects the map, so the map's own delete is skipped). ``stop_roller``: cancels the executor roller's
+    next look, before anything else stops (no executor is decommissioned by a roll during the stop)."""
     # Over 60 lines only by its parameters and their docs: each is a part stop() must reach.
     steps = _stop_steps(
         conf,
@@ -113,6 +115,8 @@ def build_stop_sequence(
     if write_timeline is not None:
         after = next(i for i, (name, _) in enumerate(steps) if name == "stop the allocator") + 1
         steps.insert(after, ("write the executor timeline", write_timeline))
+    if stop_roller is not None:
+        steps.insert(0, ("stop the executor roller", stop_roller))
     if stop_metrics is not None:
         steps.insert(0, ("stop the metrics server", stop_metrics))
     if delete_heartbeat is not None:

@@ -23,6 +23,7 @@ from k8s_backend.allocation.oom_builder import OomAwarePodBuilder
 from k8s_backend.allocation.quota import PodDemand, QuotaGate, demand_from
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
 from k8s_backend.assembly.application import Application, check_identity, plan_application
+from k8s_backend.assembly.rolling import build_roller, roll_settings
 from k8s_backend.assembly.start_plan import (
     driver_heartbeat,
     executor_activity,
@@ -60,6 +61,8 @@ from k8s_backend.lifecycle.executor_events import ExecutorEvents, ExecutorEvents
 from k8s_backend.lifecycle.executor_ops import ExecutorOperations
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
 from k8s_backend.lifecycle.oom import OomBooster, OomSettings
+from k8s_backend.lifecycle.roll_policy import PolicyHook
+from k8s_backend.lifecycle.roller import ExecutorRoller, RollSettings
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.resources import executor_resources, memory_overhead_mib
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
@@ -94,6 +97,7 @@ class Runtime:
     owns_api: bool  # built here, so closed at stop
     owns_scheduler: bool  # built here, so shut down at stop
     monitoring: BackendMonitoring | None = None  # spark.kubernetes.metrics.port is set
+    roll: RollSettings | None = None  # executor rolling is on
 
 
 @attrs.frozen
@@ -121,6 +125,7 @@ def assemble(
     clock: Clock | None = None,
     scheduler: Scheduler | None = None,
     on_application_failed: ApplicationFailedListener | None = None,
+    roll_policy: PolicyHook | None = None,
 ) -> Assembly:
     """Build every part (see :meth:`KubernetesClusterSchedulerBackend.create` for the arguments).
 
@@ -128,6 +133,7 @@ def assemble(
     """
     kconf = to_kubernetes_conf(conf)
     check_identity(app_id, driver_url)
+    roll = roll_settings(kconf.roll, roll_policy, has_driver=driver is not None)
     gang = plan_gang(kconf)
     lease = heartbeat_lease(kconf, app_id)
     heartbeat_steps = () if lease is None else (HeartbeatAnnotationStep(lease),)
@@ -142,7 +148,7 @@ def assemble(
     application = plan_application(kconf, app_id, driver_url, api, gang, builder)
     owns_scheduler = scheduler is None  # threads start only once every check passed
     scheduler = scheduler or ThreadScheduler("k8s-backend", threads=SCHEDULER_THREADS, clock=clock)
-    runtime = Runtime(api, clock, scheduler, driver, owns_api, owns_scheduler, monitoring)
+    runtime = Runtime(api, clock, scheduler, driver, owns_api, owns_scheduler, monitoring, roll)
     failures = FailureSink()
     heartbeat = driver_heartbeat(application, api, scheduler, clock, driver)
     parts = _parts(application, runtime, failures, heartbeat)
@@ -195,13 +201,17 @@ class KubernetesClusterSchedulerBackend(SchedulerBackendHooks):
         clock: Clock | None = None,
         scheduler: Scheduler | None = None,
         on_application_failed: ApplicationFailedListener | None = None,
+        roll_policy: PolicyHook | None = None,
     ) -> _B:
         """Build a backend and everything it owns.
 
         ``conf``: Spark properties (a mapping or a ``pyspark.SparkConf``) or a :class:`KubernetesConf`.
         ``api=None`` uses the official client (kubeconfig or in-cluster). ``driver=None`` runs without a
         driver: executors are tracked from their pods alone. ``on_application_failed`` is told (once)
-        why the application was failed. ``clock`` and ``scheduler`` are for tests.
+        why the application was failed. ``roll_policy``: a Python roll policy for executor rolling (given
+        the candidate executors' summaries, it returns the id to roll or None), instead of
+        ``spark.kubernetes.executor.rollPolicy``; rolling must be on. ``clock`` and ``scheduler`` are for
+        tests.
         Raises :class:`k8s_backend.ConfigError` before anything is created on the cluster.
         """
         assembly = assemble(
@@ -213,6 +223,7 @@ class KubernetesClusterSchedulerBackend(SchedulerBackendHooks):
             clock=clock,
             scheduler=scheduler,
             on_application_failed=on_application_failed,
+            roll_policy=roll_policy,
         )
         return cls.from_assembly(assembly)
 
@@ -273,6 +284,7 @@ def _parts(
     disruptions = _disruptions(app.conf, runtime, store, events, operations)
     hints = _autoscaler_hints(app.conf, runtime, store)
     allocator = _allocator(app, runtime, store, lifecycle, events, failures, disruptions, booster)
+    roller = _roller(runtime, allocator, disruptions, events, operations)
     stop_sequence = build_stop_sequence(
         app.conf,
         app_id=app.app_id,
@@ -289,11 +301,8 @@ def _parts(
         delete_heartbeat=None if heartbeat is None else heartbeat.delete,
         config_map_collected=None if heartbeat is None else heartbeat.collects_config_map,
         stop_metrics=None if monitoring is None else monitoring.server.stop,
-        write_timeline=None
-        if app.conf.report_timeline is None
-        else timeline_writer(
-            app.conf.report_timeline, monitor, f"{app.conf.app_name} ({app.app_id}): executor timeline"
-        ),
+        stop_roller=None if roller is None else roller.stop,
+        write_timeline=_timeline_writer(app, monitor),
     )
     parts = BackendParts(
         store=store,
@@ -308,10 +317,19 @@ def _parts(
         registered_executors=functools.partial(registered_executor_count, runtime.driver, store),
         disruptions=disruptions,
         autoscaler_hints=hints,
+        roller=roller,
     )
     if monitoring is not None:
         monitoring.attach(parts, has_driver=runtime.driver is not None)
     return parts
+
+
+def _timeline_writer(app: Application, monitor: ExecutorMonitor) -> Callable[[], None] | None:
+    """Writes the executor timeline at stop (``spark.kubernetes.report.timeline``), if asked for."""
+    path = app.conf.report_timeline
+    if path is None:
+        return None
+    return timeline_writer(path, monitor, f"{app.conf.app_name} ({app.app_id}): executor timeline")
 
 
 def _sources(
@@ -437,6 +455,29 @@ def _autoscaler_hints(
         namespace=conf.namespace,
         interval=lifecycle.autoscaler_hints_interval,
         deletion_cost=lifecycle.autoscaler_hints_cost,
+    )
+
+
+def _roller(
+    runtime: Runtime,
+    allocator: ExecutorPodsAllocator,
+    disruptions: DisruptionWatcher | None,
+    events: ExecutorEvents,
+    operations: ExecutorOperations,
+) -> ExecutorRoller | None:
+    def target() -> int:
+        targets: dict[int, int] = allocator.status()["targets"]
+        return sum(targets.values())
+
+    return build_roller(
+        runtime.roll,
+        scheduler=runtime.scheduler,
+        clock=runtime.clock,
+        driver=runtime.driver,
+        target=target,
+        departing=None if disruptions is None else disruptions.departing_executor_ids,
+        events=events,
+        label=operations.label_decommissioning,
     )
 
 

@@ -32,6 +32,7 @@ from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.lifecycle.executor_events import ExecutorEvents
 from k8s_backend.lifecycle.executor_ops import ExecutorOperations
 from k8s_backend.lifecycle.manager import ExecutorPodsLifecycleManager
+from k8s_backend.lifecycle.roller import ExecutorRoller
 from k8s_backend.snapshots.polling_source import ExecutorPodsPollingSnapshotSource
 from k8s_backend.snapshots.states import PodPhase
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore, SnapshotsStore
@@ -70,6 +71,7 @@ class BackendParts:
     registered_executors: Callable[[], int]  # executors registered with the driver (or running pods)
     disruptions: DisruptionWatcher | None = None  # decommission on the cluster's notice (None: off)
     autoscaler_hints: AutoscalerHintsWriter | None = None  # "not me" to autoscalers (None: off)
+    roller: ExecutorRoller | None = None  # executor rolling (None: off)
 
 
 @attrs.frozen
@@ -214,6 +216,7 @@ class SchedulerBackendHooks:
             self._start_disruptions,
             self._start_autoscaler_hints,
             parts.monitor.start,
+            self._start_roller,
             self._start_progress,
             self._start_publishing,
             lambda: parts.watch_source.start(self._app_id),
@@ -238,6 +241,10 @@ class SchedulerBackendHooks:
     def _start_autoscaler_hints(self) -> None:
         if self.parts.autoscaler_hints is not None:
             self.parts.autoscaler_hints.start()
+    def _start_roller(self) -> None:
+        # After the allocator, lifecycle and monitor: its first look is one interval later anyway.
+        if self.parts.roller is not None:
+            self.parts.roller.start()
 
     def stop(self) -> None:
         """Stop everything and clean up, within ``spark.kubernetes.stopTimeout`` (cleanup still under
@@ -364,6 +371,7 @@ class SchedulerBackendHooks:
             "executors": parts.monitor.summary(),
             "gang": None if self._gang is None else self._gang.status(),
             "disruptions": None if parts.disruptions is None else parts.disruptions.status(),
+            "roller": None if parts.roller is None else parts.roller.status(),
             "oom": None if parts.lifecycle.oom is None else parts.lifecycle.oom.status(),
             "autoscaler_hints": None if parts.autoscaler_hints is None else parts.autoscaler_hints.status(),
             "watch": parts.watch_source.health(),

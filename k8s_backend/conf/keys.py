@@ -32,6 +32,7 @@ from k8s_backend.conf.keys_passthrough import (
     UNSUPPORTED_KEYS,
 )
 from k8s_backend.conf.keys_resources import RESOURCE_KEYS
+from k8s_backend.conf.keys_roll import ROLL_KEYS
 from k8s_backend.conf.spec import Key, Kind, Use
 
 __all__ = [
@@ -70,6 +71,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("Allocation", ALLOCATION_KEYS),
     Section("Pod snapshots", SNAPSHOT_KEYS),
     Section("Executor lifecycle", LIFECYCLE_KEYS),
+    Section("Executor rolling (Spark's ExecutorRollPlugin)", ROLL_KEYS),
     Section("Executor count", SCALING_KEYS),
     Section("Driver", DRIVER_KEYS),
     Section("Kubernetes API client", API_KEYS + AUTH_KEYS),

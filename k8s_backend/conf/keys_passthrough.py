@@ -222,24 +222,6 @@ SUBMISSION_KEYS: tuple[Key, ...] = (
 
 UNSUPPORTED_KEYS: tuple[Key, ...] = (
     _spark(
-        "spark.kubernetes.executor.rollInterval",
-        Kind.DURATION_S,
-        "0s",
-        _refused("spark.kubernetes.executor.rollInterval"),
-    ),
-    _spark(
-        "spark.kubernetes.executor.rollPolicy",
-        Kind.STRING,
-        "OUTLIER",
-        _refused("spark.kubernetes.executor.rollPolicy"),
-    ),
-    _spark(
-        "spark.kubernetes.executor.minTasksPerExecutorBeforeRolling",
-        Kind.INT,
-        "0",
-        _refused("spark.kubernetes.executor.minTasksPerExecutorBeforeRolling"),
-    ),
-    _spark(
         "spark.kubernetes.executor.resizeInterval",
         Kind.DURATION_S,
         "1min",

@@ -155,6 +155,25 @@ class LifecycleConf:
     stop_timeout: float = 15.0  # the longest stop() takes; cleanup then goes on in the background
 
 
+def _upper(text: str) -> str:
+    return text.upper()
+
+
+@attrs.frozen
+class RollConf:
+    """Executor rolling (Spark's ExecutorRollPlugin keys); on when ``interval`` is positive, which the
+    parser allows only with the plugin listed in ``spark.plugins`` and decommissioning enabled."""
+
+    interval: float = 0.0  # spark.kubernetes.executor.rollInterval, seconds; 0: off
+    policy: str = attrs.field(default="OUTLIER", converter=_upper)  # a RollPolicy name (Spark upper-cases)
+    min_tasks: int = 0  # spark.kubernetes.executor.minTasksPerExecutorBeforeRolling
+    hook: str | None = None  # spark.kubernetes.executor.rollPolicyHook, "module:function"
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval > 0
+
+
 @attrs.frozen
 class ScalingConf:
     """How many executors: static instances or dynamic allocation."""
@@ -268,6 +287,7 @@ class KubernetesConf:
     allocation: AllocationConf = AllocationConf()
     snapshots: SnapshotsConf = SnapshotsConf()
     lifecycle: LifecycleConf = LifecycleConf()
+    roll: RollConf = RollConf()
     scaling: ScalingConf = ScalingConf()
     driver: DriverConf = DriverConf()
     executor: ExecutorPodConf = ExecutorPodConf()

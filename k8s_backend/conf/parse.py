@@ -27,9 +27,11 @@ from k8s_backend.conf.model import (
     KubernetesConf,
     LifecycleConf,
     ResourceProfile,
+    RollConf,
     ScalingConf,
     SnapshotsConf,
 )
+from k8s_backend.conf.parse_roll import check_roll
 from k8s_backend.conf.parse_volumes import parse_volumes
 from k8s_backend.conf.refused import check_refused
 from k8s_backend.conf.spec import Use
@@ -72,6 +74,7 @@ def parse_spark_conf(conf: object) -> KubernetesConf:
     _check_pending_pods(reader, values)
     _check_task_cpus(reader, values)
     _check_cpu_limit(reader, values)
+    check_roll(props, values)
     return _assemble(values, props)
 
 
@@ -366,6 +369,7 @@ def _assemble(values: Mapping[str, Any], props: Mapping[str, str]) -> Kubernetes
         allocation=AllocationConf(**_group(values, "allocation.")),
         snapshots=SnapshotsConf(**_group(values, "snapshots.")),
         lifecycle=LifecycleConf(**_group(values, "lifecycle.")),
+        roll=RollConf(**_group(values, "roll.")),
         scaling=ScalingConf(**_group(values, "scaling.")),
         driver=DriverConf(**_group(values, "driver.")),
         executor=ExecutorPodConf(default_profile=profile, **_group(values, "executor.")),

@@ -1,8 +1,9 @@
 """Spark keys k8s_backend does not act on under ``pyk8s://``, refused instead of silently accepted.
 
 Each rule names the key, says why nothing would happen, and what to do instead. A key that Spark
-itself leaves inert at the value given (``rollInterval=0``) is still refused when set: under
-``pyk8s://`` it can only be a leftover that the user believes acts.
+itself leaves inert at the value given is still refused when set: under ``pyk8s://`` it can only be a
+leftover that the user believes acts. (Executor rolling is no longer refused: see
+:mod:`k8s_backend.conf.parse_roll`.)
 """
 
 from __future__ import annotations
@@ -14,10 +15,6 @@ import attrs
 from k8s_backend.errors import ConfigError
 
 _SCK = "org.apache.spark.scheduler.cluster.k8s."
-_ROLL = (
-    "k8s_backend does not roll executors yet, and Spark's ExecutorRollPlugin disables itself under "
-    "pyk8s:// (it acts only with Spark's own KubernetesClusterSchedulerBackend); remove the key"
-)
 _RESIZE = (
     "Spark's executor resize plugins are not supported under pyk8s:// (neither checked to act nor "
     "implemented by k8s_backend); remove the key"
@@ -42,9 +39,6 @@ class Refusal:
 
 
 REFUSED: tuple[Refusal, ...] = (
-    Refusal("spark.kubernetes.executor.rollInterval", _ROLL),
-    Refusal("spark.kubernetes.executor.rollPolicy", _ROLL),
-    Refusal("spark.kubernetes.executor.minTasksPerExecutorBeforeRolling", _ROLL),
     Refusal("spark.kubernetes.executor.resize", _RESIZE, prefix=True),
     Refusal("spark.kubernetes.executor.pvc.resize", _RESIZE, prefix=True),
     Refusal(
@@ -82,7 +76,6 @@ REFUSED: tuple[Refusal, ...] = (
 
 PLUGINS_KEY = "spark.plugins"
 REFUSED_PLUGINS: dict[str, str] = {
-    f"{_SCK}ExecutorRollPlugin": _ROLL.replace("remove the key", f"remove it from {PLUGINS_KEY}"),
     f"{_SCK}ExecutorResizePlugin": _RESIZE.replace("remove the key", f"remove it from {PLUGINS_KEY}"),
     f"{_SCK}ExecutorPVCResizePlugin": _RESIZE.replace("remove the key", f"remove it from {PLUGINS_KEY}"),
 }

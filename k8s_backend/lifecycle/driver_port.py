@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import attrs
 
 from k8s_backend.lifecycle.autoscaler_hints import ExecutorActivity
+from k8s_backend.lifecycle.roll_policy import ExecutorSummary
 from k8s_backend.snapshots.states import PodPhase
 from k8s_backend.snapshots.store import SnapshotsStore
 
@@ -36,6 +37,12 @@ class DriverEndpoint(Protocol):
 
     def registered_executors(self) -> Mapping[str, float]:
         """Executor id -> registration time (epoch seconds) of the executors the driver knows."""
+        ...
+
+    def executor_summaries(self) -> Sequence[ExecutorSummary]:
+        """The driver's active executors (and its own entry) as Spark's status store lists them,
+        ``executorList(activeOnly=true)``, which Spark's ExecutorRollPlugin reads; the executor roller's
+        metrics. Empty when they cannot be read."""
         ...
 
     def application_failed(self, reason: str) -> None:

@@ -1,11 +1,10 @@
 """Which executor to roll: Spark's ExecutorRollPlugin choice, as pure functions on executor summaries.
 
-Not wired yet: ``spark.kubernetes.executor.rollInterval`` and its siblings are refused
-(:mod:`k8s_backend.conf.refused`) until a roller feeds these functions the driver's executor summaries.
-The definitions follow Spark 4.3's ``ExecutorRollPlugin.choose``: the driver is dropped, then executors
-with fewer than ``min_tasks`` tasks; the policy sorts what is left and the first is chosen. Spark sorts
-with a stable sort and reverses it for "largest first", so among equal values the one listed last wins;
-so here.
+:mod:`k8s_backend.lifecycle.roll_decision` applies them to the driver's executor summaries for the
+executor roller (:mod:`k8s_backend.lifecycle.roller`). The definitions follow Spark 4.3's
+``ExecutorRollPlugin.choose``: the driver is dropped, then executors with fewer than ``min_tasks`` tasks;
+the policy sorts what is left and the first is chosen. Spark sorts with a stable sort and reverses it for
+"largest first", so among equal values the one listed last wins; so here.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ never with ``None``: a Python error becomes a logged, safe answer.
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import queue
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 from k8s_backend.conf.model import ResourceProfile
 from k8s_backend.lifecycle.autoscaler_hints import ExecutorActivity
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
+from k8s_backend.lifecycle.roll_policy import ExecutorSummary
 from k8s_backend.spark.profiles import parse_request
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,13 @@ class JvmDriverEndpoint:
             )
             for executor_id, f in facts.items()
         }
+    def executor_summaries(self) -> Sequence[ExecutorSummary]:
+        """Spark's ``statusStore.executorList(true)``, read in the JVM in one call (as JSON)."""
+        try:
+            return summaries_from_json(self._java.executorSummariesJson())
+        except Exception:
+            log.warning("Could not read Spark's executor summaries", exc_info=True)
+            return []
 
     def backend_stopped(self) -> None:
         """Tell the JVM backend that this backend has stopped and removed what it created: the JVM then
@@ -288,6 +297,26 @@ class SerialWorker:
                 task()
             except Exception:  # one failing task must not stop the ones behind it
                 log.exception("Bridge task failed")
+
+
+def summaries_from_json(text: str) -> list[ExecutorSummary]:
+    """The JVM's ``executorSummariesJson()``: a list of Spark's ``v1.ExecutorSummary`` fields, with
+    ``addTime`` in epoch milliseconds and the peak JVM memory metrics flattened (0 when unknown)."""
+    return [
+        ExecutorSummary(
+            id=str(item["id"]),
+            add_time=datetime.datetime.fromtimestamp(item["addTime"] / 1000.0, datetime.timezone.utc),
+            total_tasks=int(item["totalTasks"]),
+            failed_tasks=int(item["failedTasks"]),
+            total_duration=int(item["totalDuration"]),
+            total_gc_time=int(item["totalGCTime"]),
+            total_shuffle_write=int(item["totalShuffleWrite"]),
+            disk_used=int(item["diskUsed"]),
+            peak_jvm_heap_memory=int(item["peakJVMHeapMemory"]),
+            peak_jvm_off_heap_memory=int(item["peakJVMOffHeapMemory"]),
+        )
+        for item in json.loads(text)
+    ]
 
 
 def _ids(text: str) -> list[str]:

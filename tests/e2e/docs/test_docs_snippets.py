@@ -107,3 +107,17 @@ def test_the_pytest_plugin_example_passes_as_the_page_runs_it(pytester: pytest.P
     text = "\n".join(result.outlines + result.errlines)
     assert result.ret == 0, text[-8000:]
     result.assert_outcomes(passed=3)
+
+
+def test_the_roll_policy_hook_example_picks_the_executor_with_the_most_gc(tmp_path: Path) -> None:
+    check = """
+from datetime import datetime
+from k8s_backend.lifecycle.roll_policy import ExecutorSummary, choose
+
+t = datetime(2026, 1, 1)
+calm = ExecutorSummary(id="1", add_time=t, total_gc_time=1_000)
+busy = ExecutorSummary(id="2", add_time=t, total_gc_time=90_000)
+print("CHOSEN", choose([calm, busy], longest_gc), choose([calm], longest_gc))
+"""
+    output = run_code(snippet("roll-policy-hook") + check, tmp_path)
+    assert "CHOSEN 2 None" in output

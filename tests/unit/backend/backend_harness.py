@@ -13,6 +13,7 @@ from k8s_backend.backend.heartbeat import DriverHeartbeat
 from k8s_backend.common import DeterministicScheduler, ManualClock
 from k8s_backend.kube.port import PODS, KubernetesApi
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
+from k8s_backend.lifecycle.roll_policy import ExecutorSummary
 from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 from k8s_backend.testing import FakeKubernetes
 
@@ -38,6 +39,10 @@ class RecordingDriver:
         self.registered: dict[str, float] = {}
         self.failures: list[str] = []
         self.decommissioned: list[tuple[str, str]] = []
+        self.summaries: list[ExecutorSummary] = []  # what executor_summaries() answers
+
+    def executor_summaries(self) -> list[ExecutorSummary]:
+        return list(self.summaries)
 
     def decommission_executor(self, executor_id: str, reason: str) -> None:
         self.decommissioned.append((executor_id, reason))

@@ -68,6 +68,10 @@ READS: dict[str, tuple[str, Any]] = {
     "spark.kubernetes.allocation.maximum": ("100", 100),
     "spark.kubernetes.allocation.batch.adaptive": ("true", True),
     "spark.kubernetes.allocation.batch.concurrency": ("4", 4),
+    "spark.kubernetes.executor.rollInterval": ("30", 30.0),
+    "spark.kubernetes.executor.rollPolicy": ("failed_tasks", "FAILED_TASKS"),
+    "spark.kubernetes.executor.minTasksPerExecutorBeforeRolling": ("2", 2),
+    "spark.kubernetes.executor.rollPolicyHook": ("pkg.rolling:pick", "pkg.rolling:pick"),
     "spark.kubernetes.allocation.executor.timeout": ("2min", 120.0),
     "spark.kubernetes.allocation.driver.readinessTimeout": ("5", 5.0),
     "spark.kubernetes.executor.enableApiWatcher": ("false", False),
@@ -142,6 +146,17 @@ READS: dict[str, tuple[str, Any]] = {
     "spark.kubernetes.progress.interval": ("250ms", 0.25),
 }
 
+# The roll keys act (and are accepted) only with Spark's roll plugin listed and a positive interval.
+_ROLLING = {
+    "spark.plugins": "org.apache.spark.scheduler.cluster.k8s.ExecutorRollPlugin",
+    "spark.decommission.enabled": "true",
+    "spark.kubernetes.executor.rollInterval": "1min",
+}
+WITH_KEY_ACTING: dict[str, dict[str, str]] = {
+    name: _ROLLING for name in READS if name.startswith("spark.kubernetes.executor.roll")
+}
+WITH_KEY_ACTING["spark.kubernetes.executor.minTasksPerExecutorBeforeRolling"] = _ROLLING
+
 GENERIC = [r for r in keys.KEYS if r.field and not r.custom and not r.is_prefix and r.use is Use.READ]
 
 
@@ -152,7 +167,7 @@ def test_every_generic_key_has_a_read_case() -> None:
 @pytest.mark.parametrize("name", sorted(READS))
 def test_key_fills_its_field(name: str) -> None:
     raw, expected = READS[name]
-    conf = parse({name: raw})
+    conf = parse({**WITH_KEY_ACTING.get(name, {}), name: raw})
     assert field_value(conf, keys.key(name).field or "") == expected
 
 
@@ -202,6 +217,10 @@ BAD: dict[str, tuple[str, str]] = {
     "spark.task.cpus": ("0", "invalid: must be a positive value between 1E-9 and 2147483647"),
     "spark.kubernetes.allocation.pods.allocator": ("statefulset", "invalid: only `direct` is supported"),
     "spark.kubernetes.allocation.batch.size": ("0", "invalid: must be a positive integer (> 0)"),
+    "spark.kubernetes.executor.rollInterval": ("-5", "invalid: must be 0 (off) or a positive time value"),
+    "spark.kubernetes.executor.rollPolicy": ("BIGGEST", "invalid: must be one of ID, ADD_TIME"),
+    "spark.kubernetes.executor.minTasksPerExecutorBeforeRolling": ("-1", "invalid: must be 0 or more"),
+    "spark.kubernetes.executor.rollPolicyHook": ("pkg.rolling", "invalid: must be `module:function`"),
     "spark.kubernetes.allocation.batch.delay": ("100ms", "invalid: must be greater than 0.1s"),
     "spark.kubernetes.allocation.maxPendingPods": ("0", "invalid: must be a positive integer (> 0)"),
     "spark.kubernetes.allocation.maxPendingPodsPerRp": ("-1", "invalid: must be a positive integer (> 0)"),

@@ -39,9 +39,6 @@ def test_each_refused_key_is_a_config_error_naming_it_even_at_spark_default(row:
 
 def test_the_refused_list_covers_the_issue_s_silent_keys() -> None:
     for name in (
-        "spark.kubernetes.executor.rollInterval",
-        "spark.kubernetes.executor.rollPolicy",
-        "spark.kubernetes.executor.minTasksPerExecutorBeforeRolling",
         "spark.kubernetes.executor.resizeInterval",
         "spark.kubernetes.executor.pvc.resizeFactor",
         "spark.kubernetes.executor.podDeletionCost",

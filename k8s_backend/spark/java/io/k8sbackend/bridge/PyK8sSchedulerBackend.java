@@ -8,6 +8,7 @@ import java.util.function.Supplier;
 
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
+import org.apache.spark.executor.ExecutorMetrics;
 import org.apache.spark.resource.ResourceProfile;
 import org.apache.spark.rpc.RpcAddress;
 import org.apache.spark.rpc.RpcEndpointAddress;
@@ -18,6 +19,7 @@ import org.apache.spark.scheduler.ExecutorKilled$;
 import org.apache.spark.scheduler.ExecutorLossReason;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
 import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
+import org.apache.spark.status.api.v1.ExecutorSummary;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -226,6 +228,33 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
     /** Per executor: running tasks, cached RDD blocks, live shuffle outputs (see {@link ExecutorActivity}). */
     public String executorActivityJson() {
         return ExecutorActivity.json(sc);
+    }
+
+    /**
+     * The active executors (and the driver's entry) as Spark's status store lists them, what Spark's
+     * ExecutorRollPlugin reads ({@code statusStore.executorList(true)}), as a JSON array for Python's
+     * executor roller: one round trip per interval. Peak JVM memory is 0 when not yet reported, as in
+     * Spark's plugin.
+     */
+    public String executorSummariesJson() {
+        List<String> out = new ArrayList<>();
+        for (ExecutorSummary e : CollectionConverters.asJava(sc.statusStore().executorList(true))) {
+            Map<String, String> m = new LinkedHashMap<>();
+            m.put("id", Json.quote(e.id()));
+            m.put("addTime", Long.toString(e.addTime().getTime()));
+            m.put("totalTasks", Integer.toString(e.totalTasks()));
+            m.put("failedTasks", Integer.toString(e.failedTasks()));
+            m.put("totalDuration", Long.toString(e.totalDuration()));
+            m.put("totalGCTime", Long.toString(e.totalGCTime()));
+            m.put("totalShuffleWrite", Long.toString(e.totalShuffleWrite()));
+            m.put("diskUsed", Long.toString(e.diskUsed()));
+            Option<ExecutorMetrics> peak = e.peakMemoryMetrics();
+            m.put("peakJVMHeapMemory", Long.toString(peak.isDefined() ? peak.get().getMetricValue("JVMHeapMemory") : 0L));
+            m.put("peakJVMOffHeapMemory",
+                Long.toString(peak.isDefined() ? peak.get().getMetricValue("JVMOffHeapMemory") : 0L));
+            out.add(Json.object(m));
+        }
+        return Json.array(out);
     }
 
     /**
