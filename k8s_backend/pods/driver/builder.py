@@ -1,4 +1,5 @@
-"""The driver pod builder: Spark's driver steps in Spark's order on a basic pod, then user steps.
+"""The driver pod builder (Spark's KubernetesDriverBuilder): the template (if any), then the driver steps
+in Spark's order, then user steps.
 
 ``spark.kubernetes.driver.pod.featureSteps`` names Python classes (``package.module.ClassName`` or
 ``package.module:ClassName``) with ``configure_pod(pod, ctx)`` and ``additional_resources(ctx)``; the
@@ -15,6 +16,8 @@ from collections.abc import Mapping, Sequence
 
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
+from k8s_backend.pods.driver.basic import DriverBasics, DriverBasicStep
+from k8s_backend.pods.driver.credentials import DriverCredentialsStep, DriverSecret
 from k8s_backend.pods.driver.hadoop import DriverHadoopConfStep
 from k8s_backend.pods.driver.step import DriverContext, DriverFeatureStep
 from k8s_backend.pods.driver.steps import (
@@ -23,6 +26,7 @@ from k8s_backend.pods.driver.steps import (
     DriverMountSecretsStep,
     DriverVolumesStep,
 )
+from k8s_backend.pods.driver.template import load_driver_template, with_spark_container
 from k8s_backend.pods.step import SparkPod
 from k8s_backend.pods.user_steps import resolve_step_class
 
@@ -46,12 +50,14 @@ def _path(cls: type) -> str:
 
 
 def driver_steps(properties: Mapping[str, str]) -> list[DriverFeatureStep]:
-    """The built-in driver steps, in Spark's order."""
+    """The built-in driver steps after the basic and credentials ones, in Spark's order (the driver
+    Service is :mod:`~k8s_backend.pods.driver.service`'s, created once the pod exists)."""
     return [
         DriverMountSecretsStep(properties),
         DriverEnvSecretsStep(properties),
         DriverVolumesStep(properties),
         DriverHadoopConfStep(properties),
+        # Spark's KerberosConfDriverFeatureStep goes here, between Hadoop conf and local dirs.
         DriverLocalDirsStep(properties),
     ]
 
@@ -105,10 +111,28 @@ def _check_step(step: object, where: str) -> None:
 
 
 class DriverPodBuilder:
-    """Runs the driver steps on a basic driver pod; every configuration problem is a :class:`ConfigError`
-    raised when the builder is made, before anything is created."""
+    """Runs the driver steps on a driver pod; every configuration problem is a :class:`ConfigError`
+    raised when the builder is made, before anything is created.
 
-    def __init__(self, properties: Mapping[str, str], steps: Sequence[DriverFeatureStep] = ()) -> None:
+    With ``basics`` (what the pod's basic settings need beyond the properties) the builder starts from
+    the template and runs the basic step and the credentials step (the Secret's ``secret``) first, as
+    Spark does; neither can be excluded, a driver pod without them would not run.
+    """
+
+    def __init__(
+        self,
+        properties: Mapping[str, str],
+        steps: Sequence[DriverFeatureStep] = (),
+        *,
+        basics: DriverBasics | None = None,
+        secret: DriverSecret | None = None,
+    ) -> None:
+        self._properties = properties
+        self._base: list[DriverFeatureStep] = (
+            []
+            if basics is None
+            else [DriverBasicStep(properties, basics), DriverCredentialsStep(secret or DriverSecret())]
+        )
         for index, step in enumerate(steps):
             _check_step(step, f"steps[{index}]")
         excluded = {
@@ -123,7 +147,7 @@ class DriverPodBuilder:
             *(load_driver_user_step(e, properties) for e in configured),
             *steps,
         ]
-        self._steps = [s for s in candidates if _path(type(s)) not in excluded]
+        self._steps = [*self._base, *(s for s in candidates if _path(type(s)) not in excluded)]
         present = {_path(type(s)) for s in candidates} | {
             e.replace(":", ".") for e in _entries(properties, FEATURE_STEPS_KEY)
         }
@@ -148,3 +172,12 @@ class DriverPodBuilder:
         for other in {str(r.get("kind")) for r in resources} - {"PersistentVolumeClaim"}:
             log.warning("Ignoring additional driver resources of kind %s: only PVCs are created", other)
         return pod, claims
+
+    def build_pod(self, ctx: DriverContext) -> tuple[Obj, list[Obj]]:
+        """The whole driver pod, from the template (if any) through every step, and the claims to create
+        once it exists (owned by it, in its namespace)."""
+        template, index = load_driver_template(self._properties)
+        built, claims = self.build(template, ctx)
+        for claim in claims:
+            claim["metadata"]["namespace"] = ctx.namespace
+        return with_spark_container(built, index), claims
