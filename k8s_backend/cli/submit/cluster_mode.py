@@ -69,6 +69,7 @@ from k8s_backend.pods.driver.hadoop import (
     hadoop_config_map,
     read_hadoop_conf_dir,
 )
+from k8s_backend.pods.driver.service import owned_by
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
 from k8s_backend.pods.names import unique_id as new_unique_id
 from k8s_backend.pods.objects import owner_reference
@@ -101,6 +102,8 @@ class ClusterPlan:
     claims: tuple[Obj, ...] = ()
     # The ConfigMap of $HADOOP_CONF_DIR's files, when shipped (created after the pod, owned by it).
     hadoop_config_map: Obj | None = attrs.field(default=None, repr=False)
+    # The driver's Service (the driver pod builder's Service step), owned by the pod once it exists.
+    service_body: Obj = attrs.field(kw_only=True, repr=False)
 
     def owned_hadoop_config_map(self, created_pod: Obj) -> Obj | None:
         body = self.hadoop_config_map
@@ -115,7 +118,7 @@ class ClusterPlan:
         ]
 
     def service(self, created_pod: Obj) -> Obj:
-        return driver_pod.build_service(self.properties, self.names, created_pod)
+        return owned_by(self.service_body, created_pod)
 
     def secret(self, created_pod: Obj) -> Obj | None:
         """The Secret holding the driver's API token and secret properties, or None when it needs none."""
@@ -263,9 +266,7 @@ def plan_cluster(
     )
     mounted = [driver_token.TOKEN_KEY] if token is not None else []
     mounted += list(files)
-    # Checked before anything is created: the Service's settings too.
-    driver_pod.build_service(properties, names, {})
-    pod, claims = driver_pod.build_driver(
+    built = driver_pod.build_driver(
         properties,
         names,
         app_name=sub.app_name,
@@ -278,7 +279,17 @@ def plan_cluster(
         mounted=mounted,
     )
     return ClusterPlan(
-        names, pod, properties, data, binary, token, secret_conf, files, tuple(claims), hadoop_map
+        names,
+        built.pod,
+        properties,
+        data,
+        binary,
+        token,
+        secret_conf,
+        files,
+        built.claims,
+        hadoop_map,
+        service_body=built.service,
     )
 
 

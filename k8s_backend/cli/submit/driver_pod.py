@@ -18,7 +18,7 @@ from k8s_backend.errors import ConfigError
 from k8s_backend.kube.labels import DRIVER_POD_ANNOTATION
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.constants import SPARK_CONF_DIR_INTERNAL, SPARK_CONF_FILE_NAME
-from k8s_backend.pods.driver import DriverContext, DriverFeatureStep, DriverPodBuilder
+from k8s_backend.pods.driver import BuiltDriver, DriverContext, DriverFeatureStep, DriverPodBuilder
 from k8s_backend.pods.driver.basic import (
     BLOCK_MANAGER_PORT_NAME,
     CONF_VOLUME,
@@ -99,8 +99,8 @@ def driver_image(properties: Mapping[str, str]) -> str:
 
 
 def build_driver_pod(properties: Mapping[str, str], names: DriverNames, **options: Any) -> Obj:
-    """The driver pod of :func:`build_driver` (same arguments), without the claims to create with it."""
-    return build_driver(properties, names, **options)[0]
+    """The driver pod of :func:`build_driver` (same arguments), without the objects to create with it."""
+    return build_driver(properties, names, **options).pod
 
 
 def build_driver(
@@ -116,12 +116,12 @@ def build_driver(
     secret_conf_secret: str | None = None,
     mounted: Sequence[str] = (TOKEN_KEY,),
     steps: Sequence[DriverFeatureStep] = (),
-) -> tuple[Obj, list[Obj]]:
-    """The driver pod, and the PersistentVolumeClaims to create once it exists (owned by it), built by
-    :class:`~k8s_backend.pods.driver.DriverPodBuilder` (the user's ``steps`` last). ``token_secret``
-    names the Secret holding the driver's API token and credential files (its items ``mounted``),
-    ``secret_conf_secret`` the one holding its secret properties. A configuration problem is a
-    :class:`UsageError` naming the key."""
+) -> BuiltDriver:
+    """The driver pod, and its Service and PersistentVolumeClaims to create once it exists (owned by
+    it), built by :class:`~k8s_backend.pods.driver.DriverPodBuilder` (the user's ``steps`` last).
+    ``token_secret`` names the Secret holding the driver's API token and credential files (its items
+    ``mounted``), ``secret_conf_secret`` the one holding its secret properties. A configuration problem
+    is a :class:`UsageError` naming the key."""
     basics = DriverBasics(
         names=names,
         app_name=app_name,

@@ -14,11 +14,14 @@ import inspect
 import logging
 from collections.abc import Mapping, Sequence
 
+import attrs
+
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.driver.basic import DriverBasics, DriverBasicStep
 from k8s_backend.pods.driver.credentials import DriverCredentialsStep, DriverSecret
 from k8s_backend.pods.driver.hadoop import DriverHadoopConfStep
+from k8s_backend.pods.driver.service import DriverServiceStep
 from k8s_backend.pods.driver.step import DriverContext, DriverFeatureStep
 from k8s_backend.pods.driver.steps import (
     DriverEnvSecretsStep,
@@ -115,8 +118,8 @@ class DriverPodBuilder:
     raised when the builder is made, before anything is created.
 
     With ``basics`` (what the pod's basic settings need beyond the properties) the builder starts from
-    the template and runs the basic step and the credentials step (the Secret's ``secret``) first, as
-    Spark does; neither can be excluded, a driver pod without them would not run.
+    the template and runs the basic step, the credentials step (the Secret's ``secret``) and the Service
+    step first, as Spark does; none can be excluded, a driver pod without them would not run.
     """
 
     def __init__(
@@ -131,7 +134,11 @@ class DriverPodBuilder:
         self._base: list[DriverFeatureStep] = (
             []
             if basics is None
-            else [DriverBasicStep(properties, basics), DriverCredentialsStep(secret or DriverSecret())]
+            else [
+                DriverBasicStep(properties, basics),
+                DriverCredentialsStep(secret or DriverSecret()),
+                DriverServiceStep(properties, basics.names),
+            ]
         )
         for index, step in enumerate(steps):
             _check_step(step, f"steps[{index}]")
@@ -164,20 +171,41 @@ class DriverPodBuilder:
 
     def build(self, pod: SparkPod, ctx: DriverContext) -> tuple[SparkPod, list[Obj]]:
         """The pod after every step, and the claims to create once it exists (owned by it)."""
+        pod, claims, _ = self._run(pod, ctx)
+        return pod, claims
+
+    def build_pod(self, ctx: DriverContext) -> BuiltDriver:
+        """The whole driver pod, from the template (if any) through every step, with the objects to
+        create once it exists (owned by it, in its namespace)."""
+        if not self._base:
+            raise TypeError(
+                "DriverPodBuilder.build_pod needs basics=: without the basic step there is no pod"
+            )
+        template, index = load_driver_template(self._properties)
+        built, claims, services = self._run(template, ctx)
+        for claim in claims:
+            claim["metadata"]["namespace"] = ctx.namespace
+        return BuiltDriver(with_spark_container(built, index), tuple(claims), services[0])
+
+    def _run(self, pod: SparkPod, ctx: DriverContext) -> tuple[SparkPod, list[Obj], list[Obj]]:
+        """Every step in order: the pod, its claims, and the Service (only the Service step makes one)."""
         resources: list[Obj] = []
+        services: list[Obj] = []
         for step in self._steps:
             pod = step.configure_pod(pod, ctx)
-            resources.extend(step.additional_resources(ctx))
+            made = step.additional_resources(ctx)
+            (services if isinstance(step, DriverServiceStep) else resources).extend(made)
         claims = [r for r in resources if r.get("kind") == "PersistentVolumeClaim"]
         for other in {str(r.get("kind")) for r in resources} - {"PersistentVolumeClaim"}:
             log.warning("Ignoring additional driver resources of kind %s: only PVCs are created", other)
-        return pod, claims
+        return pod, claims, services
 
-    def build_pod(self, ctx: DriverContext) -> tuple[Obj, list[Obj]]:
-        """The whole driver pod, from the template (if any) through every step, and the claims to create
-        once it exists (owned by it, in its namespace)."""
-        template, index = load_driver_template(self._properties)
-        built, claims = self.build(template, ctx)
-        for claim in claims:
-            claim["metadata"]["namespace"] = ctx.namespace
-        return with_spark_container(built, index), claims
+
+@attrs.frozen
+class BuiltDriver:
+    """The driver pod, and what is created once it exists, owned by it: the on-demand claims of its
+    volumes and its Service."""
+
+    pod: Obj
+    claims: tuple[Obj, ...]
+    service: Obj
