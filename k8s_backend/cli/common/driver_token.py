@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from k8s_backend.conf.keys_driver import AUTH_PREFIXES
 from k8s_backend.conf.model import DEFAULT_REDACTION_REGEX
 from k8s_backend.pods.driver.credential_files import (
+    FAMILY_SUFFIXES,
     LOOPBACK,
     SECRET_CONF_ENV,
     SECRET_CONF_KEY,
@@ -61,7 +62,6 @@ __all__ = [
 
 _SUBMISSION = "spark.kubernetes.authenticate.submission."
 _DRIVER_FAMILIES = tuple(p for p in AUTH_PREFIXES if p != _SUBMISSION)
-_CREDENTIAL_SUFFIXES = ("oauthToken", "oauthTokenFile", "caCertFile", "clientKeyFile", "clientCertFile")
 
 
 def is_token_key(key: str) -> bool:
@@ -101,7 +101,7 @@ def split_secret_properties(properties: Mapping[str, str]) -> tuple[dict[str, st
 
 def _driver_family(properties: Mapping[str, str]) -> str | None:
     for prefix in _DRIVER_FAMILIES:
-        if any(prefix + suffix in properties for suffix in _CREDENTIAL_SUFFIXES):
+        if any(prefix + suffix in properties for suffix in FAMILY_SUFFIXES):
             return prefix
     return None
 

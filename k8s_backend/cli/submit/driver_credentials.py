@@ -18,13 +18,12 @@ from pathlib import Path
 
 from k8s_backend.cli.common.errors import UsageError
 from k8s_backend.pods.driver.credential_files import DRIVER as DRIVER_SOURCE
-from k8s_backend.pods.driver.credential_files import point_at_mounted, suffixes
+from k8s_backend.pods.driver.credential_files import FAMILY_SUFFIXES, point_at_mounted, suffixes
 from k8s_backend.pods.driver.credential_files import secret_items as _secret_items
 
 CLIENT = "spark.kubernetes.authenticate."
 DRIVER = "spark.kubernetes.authenticate.driver."
 MOUNTED = "spark.kubernetes.authenticate.driver.mounted."
-_SUFFIXES = ("oauthToken", "oauthTokenFile", "caCertFile", "clientCertFile", "clientKeyFile")
 _TOKEN_SUFFIXES = ("oauthToken", "oauthTokenFile")
 
 
@@ -51,7 +50,7 @@ def to_mounted_family(properties: dict[str, str], contents: Mapping[str, bytes])
     if not contents and not _has_mounted(properties):
         return {}  # the driver reads the driver.* family itself (a token value is mounted as before)
     shipped: list[str] = []
-    for suffix in _SUFFIXES:
+    for suffix in FAMILY_SUFFIXES:
         value = properties.pop(DRIVER + suffix, None)
         if value is None or _mounted_given(properties, suffix):
             continue
@@ -88,12 +87,12 @@ def join_mounted_family(
 
 
 def _has_mounted(properties: Mapping[str, str]) -> bool:
-    return any(MOUNTED + suffix in properties for suffix in _SUFFIXES)
+    return any(MOUNTED + suffix in properties for suffix in FAMILY_SUFFIXES)
 
 
 def _mounted_given(properties: Mapping[str, str], suffix: str) -> bool:
-    suffixes = _TOKEN_SUFFIXES if suffix in _TOKEN_SUFFIXES else (suffix,)
-    return any(MOUNTED + s in properties for s in suffixes)
+    alike = _TOKEN_SUFFIXES if suffix in _TOKEN_SUFFIXES else (suffix,)
+    return any(MOUNTED + s in properties for s in alike)
 
 
 def _read(key: str, path: str) -> bytes:

@@ -78,6 +78,11 @@ def suffixes(source: str) -> tuple[str, ...]:
     return tuple(f.suffix for f in CREDENTIAL_FILES if f.source == source)
 
 
+FAMILY_SUFFIXES = ("oauthToken", *suffixes(DRIVER))
+"""The keys of one credentials family (``spark.kubernetes.authenticate.driver.`` and so on): the token
+value, then the files of the table."""
+
+
 def credential_file(source: str, suffix: str) -> CredentialFile:
     """The table's row for the file of ``source`` the property suffix ``suffix`` names."""
     return _BY_SOURCE[(source, suffix)]
