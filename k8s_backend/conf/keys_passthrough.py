@@ -12,8 +12,8 @@ from k8s_backend.conf.refused import refusal_for
 from k8s_backend.conf.spec import Key, Kind, Use
 
 _DRIVER = (
-    "Cluster mode: read by `k8s-backend submit`'s driver pod builder (`cli/submit/driver_pod.py`, "
-    "`pods/driver/`). Client mode: the driver is the submitting process; no driver pod is built."
+    "Cluster mode: read by `k8s-backend submit`'s driver pod builder (`pods/driver/`). "
+    "Client mode: the driver is the submitting process; no driver pod is built."
 )
 _SUBMIT = "Read by `k8s-backend submit` (cluster mode: its submission client and the wait for the driver)."
 _SET = "Set by `k8s-backend submit` in the properties of a cluster-mode driver."

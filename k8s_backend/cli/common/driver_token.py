@@ -20,30 +20,48 @@ The Secret is owned by the driver pod, so deleting the pod deletes it.
 
 from __future__ import annotations
 
-import base64
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from k8s_backend.conf.keys_driver import AUTH_PREFIXES
 from k8s_backend.conf.model import DEFAULT_REDACTION_REGEX
-from k8s_backend.kube.port import Obj
-from k8s_backend.pods.objects import owner_reference
+from k8s_backend.pods.driver.credential_files import (
+    FAMILY_SUFFIXES,
+    LOOPBACK,
+    SECRET_CONF_ENV,
+    SECRET_CONF_KEY,
+    TOKEN_FILE,
+    TOKEN_FILE_ENV,
+    TOKEN_KEY,
+    TOKEN_MOUNT_DIR,
+    build_secret,
+    point_at_mounted,
+    secret_items,
+    secret_name,
+    suffixes,
+)
 
-TOKEN_VOLUME = "k8s-backend-api-token"
-TOKEN_MOUNT_DIR = "/opt/spark/secrets/k8s-token"
-TOKEN_KEY = "token"
-TOKEN_FILE = f"{TOKEN_MOUNT_DIR}/{TOKEN_KEY}"
-TOKEN_FILE_ENV = "K8S_BACKEND_API_TOKEN_FILE"
-"""Holds :data:`TOKEN_FILE`; the driver's arguments name ``$(K8S_BACKEND_API_TOKEN_FILE)`` so that a
-kubelet running the pod on this host (a local cluster) substitutes the file's local path."""
-
-SECRET_CONF_KEY = "spark-secret.properties"
-SECRET_CONF_ENV = "K8S_BACKEND_SECRET_CONF"
-"""The driver container's variable holding the secret properties (Java properties text)."""
+# The Secret's names and builder live with the driver pod's credentials step (pods/driver); the
+# submission's side of the credentials (which token, which files, which properties are secret) is here.
+__all__ = [
+    "SECRET_CONF_ENV",
+    "SECRET_CONF_KEY",
+    "TOKEN_FILE",
+    "TOKEN_FILE_ENV",
+    "TOKEN_KEY",
+    "TOKEN_MOUNT_DIR",
+    "build_secret",
+    "is_token_key",
+    "loopback_credentials",
+    "mount_files",
+    "move_token_to_file",
+    "secret_files",
+    "secret_name",
+    "split_secret_properties",
+]
 
 _SUBMISSION = "spark.kubernetes.authenticate.submission."
 _DRIVER_FAMILIES = tuple(p for p in AUTH_PREFIXES if p != _SUBMISSION)
-_CREDENTIAL_SUFFIXES = ("oauthToken", "oauthTokenFile", "caCertFile", "clientKeyFile", "clientCertFile")
 
 
 def is_token_key(key: str) -> bool:
@@ -83,90 +101,14 @@ def split_secret_properties(properties: Mapping[str, str]) -> tuple[dict[str, st
 
 def _driver_family(properties: Mapping[str, str]) -> str | None:
     for prefix in _DRIVER_FAMILIES:
-        if any(prefix + suffix in properties for suffix in _CREDENTIAL_SUFFIXES):
+        if any(prefix + suffix in properties for suffix in FAMILY_SUFFIXES):
             return prefix
     return None
 
 
-def secret_name(pod_name: str, fallback_prefix: str) -> str:
-    """``<driver pod>-token``, or ``<fallback_prefix>-token`` when that would be too long."""
-    name = f"{pod_name}-token"
-    return name if len(name) <= 253 else f"{fallback_prefix}-token"
-
-
-def build_secret(
-    name: str,
-    namespace: str,
-    labels: Mapping[str, str],
-    driver_pod: Obj,
-    *,
-    token: str | None,
-    secret_conf: str | None,
-    files: Mapping[str, bytes] | None = None,
-) -> Obj:
-    """The Secret holding the driver's token, secret properties and credential ``files`` (item name ->
-    content), owned by the driver pod."""
-    data = {
-        key: value.encode()
-        for key, value in ((TOKEN_KEY, token), (SECRET_CONF_KEY, secret_conf))
-        if value
-    }
-    data.update(files or {})
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": dict(labels),
-            "ownerReferences": [owner_reference(driver_pod)],
-        },
-        "type": "Opaque",
-        "immutable": True,
-        "data": {key: base64.b64encode(value).decode("ascii") for key, value in data.items()},
-    }
-
-
-def volume(secret: str, keys: Sequence[str] = (TOKEN_KEY,)) -> Obj:
-    """The pod volume projecting the token and credential files ``keys`` from the Secret (Kubernetes'
-    default file mode: the image's user, not root, must be able to read them)."""
-    return {
-        "name": TOKEN_VOLUME,
-        "secret": {"secretName": secret, "items": [{"key": key, "path": key} for key in keys]},
-    }
-
-
-def secret_conf_env(secret: str) -> Obj:
-    """The driver container's variable holding the secret properties."""
-    return {"name": SECRET_CONF_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": SECRET_CONF_KEY}}}
-
-
-def volume_mount() -> Obj:
-    return {"name": TOKEN_VOLUME, "mountPath": TOKEN_MOUNT_DIR, "readOnly": True}
-
-
 _CLIENT = "spark.kubernetes.authenticate."
-_FILE_SUFFIXES = ("caCertFile", "clientCertFile", "clientKeyFile")
+_LOOPBACK_FILES = suffixes(LOOPBACK)
 
-# The files a driver on the submission's loopback server may need besides its token: the property
-# suffix naming each, its key in the Secret (and file name under TOKEN_MOUNT_DIR), and the variable
-# holding its path in the container.
-CREDENTIAL_FILES: dict[str, tuple[str, str]] = {
-    "caCertFile": ("ca.crt", "K8S_BACKEND_API_CA_FILE"),
-    "clientCertFile": ("client.crt", "K8S_BACKEND_API_CLIENT_CERT_FILE"),
-    "clientKeyFile": ("client.key", "K8S_BACKEND_API_CLIENT_KEY_FILE"),
-}
-# The files the user names with spark.kubernetes.authenticate.driver.* on the submitting machine, read
-# at submit time (see :mod:`k8s_backend.cli.submit.driver_credentials`): property suffix -> (Secret item, and
-# file name under TOKEN_MOUNT_DIR; the variable holding its path in the container). Named apart from
-# CREDENTIAL_FILES, which may travel in the same Secret.
-DRIVER_FILES: dict[str, tuple[str, str]] = {
-    "oauthTokenFile": ("driver-oauth-token", "K8S_BACKEND_DRIVER_TOKEN_FILE"),
-    "caCertFile": ("driver-ca.crt", "K8S_BACKEND_DRIVER_CA_FILE"),
-    "clientCertFile": ("driver-client.crt", "K8S_BACKEND_DRIVER_CLIENT_CERT_FILE"),
-    "clientKeyFile": ("driver-client.key", "K8S_BACKEND_DRIVER_CLIENT_KEY_FILE"),
-}
-TOKEN_FILE_KEY_ENV = (TOKEN_KEY, TOKEN_FILE_ENV)
 TRUST_KEY = "spark.kubernetes.trust.certificates"
 
 
@@ -195,14 +137,14 @@ def loopback_credentials(
     if _has_client_credentials(properties):
         return out, {}
     reused = {"oauthToken": submission_token} if submission_token else {}
-    for suffix in ("oauthToken", "oauthTokenFile", *_FILE_SUFFIXES):
+    for suffix in ("oauthToken", "oauthTokenFile", *_LOOPBACK_FILES):
         value = properties.get(_SUBMISSION + suffix) or properties.get(_CLIENT + suffix) or reused.get(suffix)
         if value:
             out[_CLIENT + suffix] = value
     contents = {
         suffix: content
         for suffix, content in (files or {}).items()
-        if suffix in CREDENTIAL_FILES and content and _CLIENT + suffix not in out
+        if suffix in _LOOPBACK_FILES and content and _CLIENT + suffix not in out
     }
     if "clientKeyFile" in contents and "clientCertFile" not in out and "clientCertFile" not in contents:
         del contents["clientKeyFile"]  # a key alone is no credential
@@ -213,25 +155,13 @@ def mount_files(
     properties: dict[str, str], contents: Mapping[str, bytes], family: str = _CLIENT
 ) -> dict[str, str]:
     """Point the driver's credential keys of ``family`` at the files of ``contents`` mounted from the
-    Secret; returns property key -> the variable holding the mounted file's path (the driver's
-    arguments name ``$(VAR)`` so that a kubelet on this host substitutes its local path)."""
-    variables: dict[str, str] = {}
-    for suffix in contents:
-        key, variable = CREDENTIAL_FILES[suffix]
-        properties[family + suffix] = f"{TOKEN_MOUNT_DIR}/{key}"
-        variables[family + suffix] = variable
-    return variables
+    Secret; returns property key -> the variable holding the mounted file's path."""
+    return point_at_mounted(properties, family, LOOPBACK, contents)
 
 
 def secret_files(contents: Mapping[str, bytes]) -> dict[str, bytes]:
     """The Secret's items for ``contents`` (property suffix -> content): file name -> content."""
-    return {CREDENTIAL_FILES[suffix][0]: content for suffix, content in contents.items()}
-
-
-def mounted_env(keys: Sequence[str]) -> list[Obj]:
-    """The variables naming the mounted files of the Secret items ``keys``."""
-    variables = dict([TOKEN_FILE_KEY_ENV, *CREDENTIAL_FILES.values(), *DRIVER_FILES.values()])
-    return [{"name": variables[key], "value": f"{TOKEN_MOUNT_DIR}/{key}"} for key in keys]
+    return secret_items(LOOPBACK, contents)
 
 
 def _has_client_credentials(props: Mapping[str, str]) -> bool:

@@ -72,6 +72,7 @@ from k8s_backend.pods.driver.hadoop import (
     read_hadoop_conf_dir,
 )
 from k8s_backend.pods.driver.owned import driver_extras
+from k8s_backend.pods.driver.service import owned_by
 from k8s_backend.pods.names import is_dns1123_label, is_dns1123_subdomain, new_app_id, resource_name_prefix
 from k8s_backend.pods.names import unique_id as new_unique_id
 from k8s_backend.pods.objects import owner_reference
@@ -117,6 +118,9 @@ class ClusterPlan:
             for body in self.owned
         ]
 
+    # The driver's Service (the driver pod builder's Service step), owned by the pod once it exists.
+    service_body: Obj = attrs.field(kw_only=True, repr=False)
+
     def owned_hadoop_config_map(self, created_pod: Obj) -> Obj | None:
         body = self.hadoop_config_map
         if body is None:
@@ -130,7 +134,7 @@ class ClusterPlan:
         ]
 
     def service(self, created_pod: Obj) -> Obj:
-        return driver_pod.build_service(self.properties, self.names, created_pod)
+        return owned_by(self.service_body, created_pod)
 
     def secret(self, created_pod: Obj) -> Obj | None:
         """The Secret holding the driver's API token and secret properties, or None when it needs none."""
@@ -281,9 +285,7 @@ def plan_cluster(
     )
     mounted = [driver_token.TOKEN_KEY] if token is not None else []
     mounted += list(files)
-    # Checked before anything is created: the Service's settings too.
-    driver_pod.build_service(properties, names, {})
-    pod, claims = driver_pod.build_driver(
+    built = driver_pod.build_driver(
         properties,
         names,
         app_name=sub.app_name,
@@ -296,7 +298,18 @@ def plan_cluster(
         mounted=mounted,
     )
     return ClusterPlan(
-        names, pod, properties, data, binary, token, secret_conf, files, tuple(claims), hadoop_map, owned
+        names,
+        built.pod,
+        properties,
+        data,
+        binary,
+        token,
+        secret_conf,
+        files,
+        built.claims,
+        hadoop_map,
+        owned,
+        service_body=built.service,
     )
 
 

@@ -3,8 +3,8 @@
 ``spark.kubernetes.authenticate.driver.{oauthTokenFile,caCertFile,clientCertFile,clientKeyFile}`` name
 files on the submitting machine, which do not exist in the driver's pod. They are read at submit time (a
 missing or unreadable one is a usage error naming the key and path, before anything is created), shipped
-in the driver's Secret (:mod:`k8s_backend.cli.common.driver_token`; items ``driver-ca.crt`` and so on) mounted
-into the driver container, and the driver's properties name the mounted files as
+in the driver's Secret (:mod:`k8s_backend.pods.driver.credential_files`; items ``driver-ca.crt`` and so
+on) mounted into the driver container, and the driver's properties name the mounted files as
 ``spark.kubernetes.authenticate.driver.mounted.*``, the family a cluster-mode driver reads. The whole
 ``driver.*`` family moves there (an ``oauthToken`` value too, which then travels as the Secret's token);
 a ``driver.mounted.*`` key the user gave (already a path inside the pod) is left untouched and wins over
@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from k8s_backend.cli.common.driver_token import DRIVER_FILES, TOKEN_MOUNT_DIR
 from k8s_backend.cli.common.errors import UsageError
+from k8s_backend.pods.driver.credential_files import DRIVER as DRIVER_SOURCE
+from k8s_backend.pods.driver.credential_files import FAMILY_SUFFIXES, point_at_mounted, suffixes
+from k8s_backend.pods.driver.credential_files import secret_items as _secret_items
 
 CLIENT = "spark.kubernetes.authenticate."
 DRIVER = "spark.kubernetes.authenticate.driver."
 MOUNTED = "spark.kubernetes.authenticate.driver.mounted."
-_SUFFIXES = ("oauthToken", "oauthTokenFile", "caCertFile", "clientCertFile", "clientKeyFile")
 _TOKEN_SUFFIXES = ("oauthToken", "oauthTokenFile")
 
 
@@ -35,7 +36,7 @@ def read_driver_files(properties: Mapping[str, str]) -> dict[str, bytes]:
             f"{DRIVER}oauthToken; keep one of them"
         )
     contents: dict[str, bytes] = {}
-    for suffix in DRIVER_FILES:
+    for suffix in suffixes(DRIVER_SOURCE):
         path = properties.get(DRIVER + suffix)
         if path and not _mounted_given(properties, suffix):
             contents[suffix] = _read(DRIVER + suffix, path)
@@ -48,23 +49,21 @@ def to_mounted_family(properties: dict[str, str], contents: Mapping[str, bytes])
     property key -> the variable holding the mounted file's path (see ``driver_pod.driver_args``)."""
     if not contents and not _has_mounted(properties):
         return {}  # the driver reads the driver.* family itself (a token value is mounted as before)
-    variables: dict[str, str] = {}
-    for suffix in _SUFFIXES:
+    shipped: list[str] = []
+    for suffix in FAMILY_SUFFIXES:
         value = properties.pop(DRIVER + suffix, None)
         if value is None or _mounted_given(properties, suffix):
             continue
         if suffix == "oauthToken":
             properties[MOUNTED + suffix] = value  # the Secret's token (driver_token.move_token_to_file)
         elif suffix in contents:
-            item, variable = DRIVER_FILES[suffix]
-            properties[MOUNTED + suffix] = f"{TOKEN_MOUNT_DIR}/{item}"
-            variables[MOUNTED + suffix] = variable
-    return variables
+            shipped.append(suffix)
+    return point_at_mounted(properties, MOUNTED, DRIVER_SOURCE, shipped)
 
 
 def secret_items(contents: Mapping[str, bytes]) -> dict[str, bytes]:
     """The Secret's items for ``contents`` (property suffix -> content): item name -> content."""
-    return {DRIVER_FILES[suffix][0]: content for suffix, content in contents.items()}
+    return _secret_items(DRIVER_SOURCE, contents)
 
 
 def join_mounted_family(
@@ -88,12 +87,12 @@ def join_mounted_family(
 
 
 def _has_mounted(properties: Mapping[str, str]) -> bool:
-    return any(MOUNTED + suffix in properties for suffix in _SUFFIXES)
+    return any(MOUNTED + suffix in properties for suffix in FAMILY_SUFFIXES)
 
 
 def _mounted_given(properties: Mapping[str, str], suffix: str) -> bool:
-    suffixes = _TOKEN_SUFFIXES if suffix in _TOKEN_SUFFIXES else (suffix,)
-    return any(MOUNTED + s in properties for s in suffixes)
+    alike = _TOKEN_SUFFIXES if suffix in _TOKEN_SUFFIXES else (suffix,)
+    return any(MOUNTED + s in properties for s in alike)
 
 
 def _read(key: str, path: str) -> bytes:

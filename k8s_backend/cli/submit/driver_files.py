@@ -26,10 +26,10 @@ from k8s_backend.cli.submit.uris import LOCAL_SCHEME, UPLOAD_PATH_KEY, local_pat
 from k8s_backend.kube.port import Obj
 from k8s_backend.pods.config_map import java_properties, load_conf_dir_files
 from k8s_backend.pods.constants import CONF_FILE_MODE, SPARK_CONF_FILE_NAME
+from k8s_backend.pods.driver.basic import APP_FILES_DIR as APP_FILES_DIR
 
 log = logging.getLogger(__name__)
 
-APP_FILES_DIR = "/opt/k8s-backend/files"
 MAX_SIZE_KEY = "spark.kubernetes.configMap.maxSize"
 _KEY_CHARS = re.compile(r"[^-._a-zA-Z0-9]")
 

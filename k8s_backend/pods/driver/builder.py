@@ -1,4 +1,5 @@
-"""The driver pod builder: Spark's driver steps in Spark's order on a basic pod, then user steps.
+"""The driver pod builder (Spark's KubernetesDriverBuilder): the template (if any), then the driver steps
+in Spark's order, then user steps.
 
 ``spark.kubernetes.driver.pod.featureSteps`` names Python classes (``package.module.ClassName`` or
 ``package.module:ClassName``) with ``configure_pod(pod, ctx)`` and ``additional_resources(ctx)``; the
@@ -13,11 +14,16 @@ import inspect
 import logging
 from collections.abc import Mapping, Sequence
 
+import attrs
+
 from k8s_backend.errors import ConfigError
 from k8s_backend.kube.port import Obj
+from k8s_backend.pods.driver.basic import DriverBasics, DriverBasicStep
+from k8s_backend.pods.driver.credentials import DriverCredentialsStep, DriverSecret
 from k8s_backend.pods.driver.hadoop import DriverHadoopConfStep
 from k8s_backend.pods.driver.kerberos import DriverKerberosStep
 from k8s_backend.pods.driver.network_policy import DriverNetworkPolicyStep
+from k8s_backend.pods.driver.service import DriverServiceStep
 from k8s_backend.pods.driver.step import DriverContext, DriverFeatureStep
 from k8s_backend.pods.driver.steps import (
     DriverEnvSecretsStep,
@@ -25,6 +31,7 @@ from k8s_backend.pods.driver.steps import (
     DriverMountSecretsStep,
     DriverVolumesStep,
 )
+from k8s_backend.pods.driver.template import load_driver_template, with_spark_container
 from k8s_backend.pods.step import SparkPod
 from k8s_backend.pods.user_steps import resolve_step_class
 
@@ -51,7 +58,8 @@ def _path(cls: type) -> str:
 
 
 def driver_steps(properties: Mapping[str, str]) -> list[DriverFeatureStep]:
-    """The built-in driver steps, in Spark's order."""
+    """The built-in driver steps after the basic and credentials ones, in Spark's order (the driver
+    Service is :mod:`~k8s_backend.pods.driver.service`'s, created once the pod exists)."""
     return [
         DriverMountSecretsStep(properties),
         DriverEnvSecretsStep(properties),
@@ -112,10 +120,32 @@ def _check_step(step: object, where: str) -> None:
 
 
 class DriverPodBuilder:
-    """Runs the driver steps on a basic driver pod; every configuration problem is a :class:`ConfigError`
-    raised when the builder is made, before anything is created."""
+    """Runs the driver steps on a driver pod; every configuration problem is a :class:`ConfigError`
+    raised when the builder is made, before anything is created.
 
-    def __init__(self, properties: Mapping[str, str], steps: Sequence[DriverFeatureStep] = ()) -> None:
+    With ``basics`` (what the pod's basic settings need beyond the properties) the builder starts from
+    the template and runs the basic step, the credentials step (the Secret's ``secret``) and the Service
+    step first, as Spark does; none can be excluded, a driver pod without them would not run.
+    """
+
+    def __init__(
+        self,
+        properties: Mapping[str, str],
+        steps: Sequence[DriverFeatureStep] = (),
+        *,
+        basics: DriverBasics | None = None,
+        secret: DriverSecret | None = None,
+    ) -> None:
+        self._properties = properties
+        self._base: list[DriverFeatureStep] = (
+            []
+            if basics is None
+            else [
+                DriverBasicStep(properties, basics),
+                DriverCredentialsStep(secret or DriverSecret()),
+                DriverServiceStep(properties, basics.names),
+            ]
+        )
         for index, step in enumerate(steps):
             _check_step(step, f"steps[{index}]")
         excluded = {
@@ -130,7 +160,7 @@ class DriverPodBuilder:
             *(load_driver_user_step(e, properties) for e in configured),
             *steps,
         ]
-        self._steps = [s for s in candidates if _path(type(s)) not in excluded]
+        self._steps = [*self._base, *(s for s in candidates if _path(type(s)) not in excluded)]
         present = {_path(type(s)) for s in candidates} | {
             e.replace(":", ".") for e in _entries(properties, FEATURE_STEPS_KEY)
         }
@@ -147,11 +177,41 @@ class DriverPodBuilder:
 
     def build(self, pod: SparkPod, ctx: DriverContext) -> tuple[SparkPod, list[Obj]]:
         """The pod after every step, and the claims to create once it exists (owned by it)."""
+        pod, claims, _ = self._run(pod, ctx)
+        return pod, claims
+
+    def build_pod(self, ctx: DriverContext) -> BuiltDriver:
+        """The whole driver pod, from the template (if any) through every step, with the objects to
+        create once it exists (owned by it, in its namespace)."""
+        if not self._base:
+            raise TypeError(
+                "DriverPodBuilder.build_pod needs basics=: without the basic step there is no pod"
+            )
+        template, index = load_driver_template(self._properties)
+        built, claims, services = self._run(template, ctx)
+        for claim in claims:
+            claim["metadata"]["namespace"] = ctx.namespace
+        return BuiltDriver(with_spark_container(built, index), tuple(claims), services[0])
+
+    def _run(self, pod: SparkPod, ctx: DriverContext) -> tuple[SparkPod, list[Obj], list[Obj]]:
+        """Every step in order: the pod, its claims, and the Service (only the Service step makes one)."""
         resources: list[Obj] = []
+        services: list[Obj] = []
         for step in self._steps:
             pod = step.configure_pod(pod, ctx)
-            resources.extend(step.additional_resources(ctx))
+            made = step.additional_resources(ctx)
+            (services if isinstance(step, DriverServiceStep) else resources).extend(made)
         claims = [r for r in resources if r.get("kind") == "PersistentVolumeClaim"]
         for other in {str(r.get("kind")) for r in resources} - {"PersistentVolumeClaim"}:
             log.warning("Ignoring additional driver resources of kind %s: only PVCs are created", other)
-        return pod, claims
+        return pod, claims, services
+
+
+@attrs.frozen
+class BuiltDriver:
+    """The driver pod, and what is created once it exists, owned by it: the on-demand claims of its
+    volumes and its Service."""
+
+    pod: Obj
+    claims: tuple[Obj, ...]
+    service: Obj

@@ -14,11 +14,11 @@ from k8s_backend.cli.common.properties import parse_properties
 from k8s_backend.cli.common.submit_args import parse_submit_args
 from k8s_backend.cli.submit.cluster_mode import ClusterPlan, driver_master, plan_cluster, plan_names
 from k8s_backend.cli.submit.driver_files import APP_FILES_DIR
-from k8s_backend.cli.submit.driver_pod import DriverNames
 from k8s_backend.cli.submit.driver_sizing import driver_resources
 from k8s_backend.cli.submit.submission import Submission, build_submission
 from k8s_backend.kube.labels import DRIVER_POD_ANNOTATION
 from k8s_backend.kube.masters import IN_CLUSTER_MASTER
+from k8s_backend.pods.driver.names import DriverNames
 
 NAMES = DriverNames(
     app_id="spark-" + "a" * 32,
