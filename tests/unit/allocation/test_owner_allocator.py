@@ -1,0 +1,145 @@
+"""The statefulset/deployment allocator component against the in-memory API, the test playing the
+controller (the in-memory API has none): owner objects created and scaled, EXECID pods given ids,
+deletion costs set on the pods to remove, owners deleted at stop."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from k8s_backend.allocation.owner_allocator import OwnerPodsAllocator
+from k8s_backend.allocation.owner_objects import DELETION_COST_ANNOTATION, OwnerKind
+from k8s_backend.allocation.settings import AllocatorIdentity
+from k8s_backend.conf.model import KubernetesConf, ResourceProfile
+from k8s_backend.kube.port import PODS, NotFoundError, Obj
+from k8s_backend.pods.builder import ExecutorPodBuilder
+from k8s_backend.pods.facts import DriverFacts
+from k8s_backend.testing import DeterministicScheduler, FakeKubernetes
+
+APP = "spark-owner"
+NS = "default"
+
+
+def make(
+    kind: OwnerKind, deletion_cost: int | None = None
+) -> tuple[OwnerPodsAllocator, FakeKubernetes, DeterministicScheduler]:
+    conf = KubernetesConf.from_spark_conf({"spark.kubernetes.container.image": "spark:4.3.0"})
+    conf = attrs.evolve(conf, allocation=attrs.evolve(conf.allocation, allocator=kind.value))
+    api, scheduler = FakeKubernetes(), DeterministicScheduler()
+    allocator = OwnerPodsAllocator(
+        kind,
+        AllocatorIdentity(
+            app_id=APP, driver_url="spark://CoarseGrainedScheduler@d:7078", pod_name_prefix="o"
+        ),
+        api,
+        ExecutorPodBuilder(conf, None, facts=DriverFacts(spark_user="u", spark_version="4.3.0")),
+        scheduler,
+        namespace=NS,
+        default_profile=conf.executor.default_profile,
+        interval=1.0,
+        deletion_cost=deletion_cost,
+    )
+    return allocator, api, scheduler
+
+
+def owner(api: FakeKubernetes, kind: OwnerKind, rp_id: int = 0) -> Obj:
+    return api.get(kind.resource, NS, kind.object_name(APP, rp_id))
+
+
+def controller_makes(api: FakeKubernetes, kind: OwnerKind, name: str, rp_id: int = 0) -> None:
+    """What the StatefulSet/ReplicaSet controller does: a pod from the template."""
+    template = owner(api, kind, rp_id)["spec"]["template"]
+    metadata = {**template["metadata"], "name": name}
+    api.create(PODS, NS, {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]})
+
+
+def ids(api: FakeKubernetes) -> dict[str, str]:
+    pods = api.list(PODS, NS, label_selector=f"spark-app-selector={APP}").items
+    return {p["metadata"]["name"]: p["metadata"]["labels"]["spark-exec-id"] for p in pods}
+
+
+@pytest.mark.parametrize("kind", list(OwnerKind))
+def test_targets_create_then_scale_one_owner_per_profile(kind: OwnerKind) -> None:
+    allocator, api, scheduler = make(kind)
+    allocator.start()
+    allocator.register_resource_profile(ResourceProfile(id=1))
+    allocator.set_total_expected_executors({0: 2, 1: 1})
+    scheduler.run_until_idle()
+    assert owner(api, kind)["spec"]["replicas"] == 2 and owner(api, kind, 1)["spec"]["replicas"] == 1
+    allocator.set_total_expected_executors({0: 5, 1: 1})
+    scheduler.run_until_idle()
+    assert owner(api, kind)["spec"]["replicas"] == 5
+    assert allocator.status()["replicas"] == {0: 5, 1: 1}
+    allocator.stop()
+    for rp_id in (0, 1):
+        with pytest.raises(NotFoundError):
+            owner(api, kind, rp_id)
+
+
+def test_pods_waiting_for_an_id_get_consecutive_ids_that_never_repeat() -> None:
+    kind = OwnerKind.STATEFUL_SET
+    allocator, api, scheduler = make(kind)
+    allocator.start()
+    allocator.set_total_expected_executors({0: 2})
+    scheduler.run_until_idle()
+    controller_makes(api, kind, "s-0")
+    controller_makes(api, kind, "s-1")
+    scheduler.advance(1.0)
+    assert sorted(ids(api).values()) == ["1", "2"]
+    api.delete(PODS, NS, "s-1")
+    controller_makes(api, kind, "s-1")  # the controller's replacement keeps the name, not the id
+    scheduler.advance(1.0)
+    assert ids(api)["s-1"] == "3"
+    allocator.stop()
+
+
+def test_a_restarted_allocator_takes_over_the_owner_and_continues_the_ids() -> None:
+    kind = OwnerKind.DEPLOYMENT
+    first, api, scheduler = make(kind)
+    first.start()
+    first.set_total_expected_executors({0: 1})
+    scheduler.run_until_idle()
+    controller_makes(api, kind, "d-a")
+    scheduler.advance(1.0)
+    second = OwnerPodsAllocator(
+        kind,
+        first.identity,
+        api,
+        first.builder,
+        scheduler,
+        namespace=NS,
+        default_profile=ResourceProfile(id=0),
+    )
+    second.start()
+    second.set_total_expected_executors({0: 2})
+    scheduler.run_until_idle()
+    assert owner(api, kind)["spec"]["replicas"] == 2
+    controller_makes(api, kind, "d-b")
+    scheduler.advance(1.0)
+    assert ids(api) == {"d-a": "1", "d-b": "2"}
+
+
+def test_a_deployment_marks_the_pods_to_remove_with_the_deletion_cost() -> None:
+    kind = OwnerKind.DEPLOYMENT
+    allocator, api, scheduler = make(kind, deletion_cost=-100)
+    allocator.start()
+    allocator.set_total_expected_executors({0: 3})
+    scheduler.run_until_idle()
+    for name in ("d-a", "d-b", "d-c"):
+        controller_makes(api, kind, name)
+    scheduler.advance(1.0)
+    by_id = {v: k for k, v in ids(api).items()}
+    allocator.mark_for_removal([2])
+    scheduler.run_until_idle()
+    pods = api.list(PODS, NS).items
+    costs = {p["metadata"]["name"]: p["metadata"]["annotations"][DELETION_COST_ANNOTATION] for p in pods}
+    assert costs == {by_id["1"]: "0", by_id["2"]: "-100", by_id["3"]: "0"}
+
+
+def test_a_statefulset_or_an_unset_cost_marks_nothing() -> None:
+    for allocator, _api, scheduler in (
+        make(OwnerKind.STATEFUL_SET, deletion_cost=-1),
+        make(OwnerKind.DEPLOYMENT),
+    ):
+        allocator.mark_for_removal([1])
+        assert scheduler.run_until_idle() == 0
