@@ -194,6 +194,12 @@ class ExecutorPodsAllocator:
         if outstanding == 0:
             self._store.notify_subscribers()
 
+    def mark_for_removal(self, executor_ids: Collection[int]) -> None:
+        """Nothing to do: the direct allocator's pods are deleted by name, no controller picks them."""
+
+    def delete_owned(self) -> None:
+        """Nothing to do: the direct allocator owns only the executor pods (deleted by the stop steps)."""
+
     # -- queries -------------------------------------------------------------------------------------
 
     def profile(self, rp_id: int) -> ResourceProfile | None:

@@ -1,19 +1,22 @@
 """The ``statefulset`` and ``deployment`` allocators: executor pods made by a controller.
 
 Counterpart of Spark's StatefulSetPodsAllocator and DeploymentPodsAllocator. Each profile's target
-becomes the replicas of one StatefulSet or Deployment owned by the driver pod; kube-controller-manager's
-StatefulSet or ReplicaSet controller creates and removes the pods. The pods start with the executor id
-``EXECID``.
+becomes the replicas of one StatefulSet or Deployment (owned by the driver pod when there is one);
+kube-controller-manager's StatefulSet or ReplicaSet controller creates and removes the pods, which
+start with the executor id ``EXECID``.
 
 Executor ids: under Spark, each executor asks the driver (GenerateExecID) and the driver labels its
-pod. This component plays the driver's labelling part: every ``interval`` it gives each ``EXECID`` pod
-the next id from its counter, with a JSON patch that only applies while the label is still ``EXECID``.
-It is therefore only right where no executor asks a driver for its id (the backend used alone, or
-executors that read their id from the label); a driver answering GenerateExecID itself is not wired.
+pod. With ``name_executors`` this component plays that labelling part instead: every ``interval`` it
+gives each ``EXECID`` pod the next id from its counter, with a JSON patch that applies only while the
+label is still ``EXECID``. That is right only where no executor asks a driver for its id (the backend
+used without a driver); with a driver, :meth:`generate_executor_id` answers the executor's question.
 
-Scaling down a Deployment: :meth:`mark_for_removal` lowers the pods' deletion cost
-(``controller.kubernetes.io/pod-deletion-cost``, template value "0") before the target drops, so that
-the ReplicaSet controller removes those pods first. A StatefulSet removes its highest ordinals.
+Scaling down a Deployment: :meth:`mark_for_removal` gives the pods Spark removes the configured
+``controller.kubernetes.io/pod-deletion-cost`` (the template's is "0"), and a scale-down waits one
+``interval`` so that the marks made right after the target dropped (Spark lowers the target, then kills)
+land first: the ReplicaSet controller then removes the marked pods. A StatefulSet removes its highest
+ordinals. A controller that never observes an owner within ``controller_timeout`` (an API server
+without kube-controller-manager, such as ``pyk8s://local``) fails the application, naming the fix.
 """
 
 from __future__ import annotations
@@ -24,26 +27,31 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 
+import attrs
+
 from k8s_backend.allocation.creator import PodSpecBuilder, guarded
 from k8s_backend.allocation.owner_objects import (
+    ALLOCATOR_KEY,
     OwnerKind,
     deletion_cost_patch,
     executor_id_patch,
     owner_object,
     scale_patch,
-    selector_labels,
 )
 from k8s_backend.allocation.owner_scaling import (
     CreateOwner,
     OwnerAction,
     assign_ids,
     highest_id,
+    is_scale_down,
+    observed,
     plan_owners,
     pods_to_mark,
     unresolved_pods,
 )
 from k8s_backend.allocation.settings import AllocatorIdentity
-from k8s_backend.common import Cancellable, Scheduler
+from k8s_backend.common import Cancellable, Clock, Scheduler
+from k8s_backend.common.failure_sink import FailureReporter
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
 from k8s_backend.kube.labels import EXECUTOR_ROLE, SPARK_APP_ID_LABEL, SPARK_ROLE_LABEL
 from k8s_backend.kube.port import JSON_PATCH, PODS, ApiError, ConflictError, KubernetesApi, Obj
@@ -52,6 +60,21 @@ from k8s_backend.pods.request import ExecutorPodRequest
 from k8s_backend.snapshots.states import UNRESOLVED_EXECUTOR_ID
 
 log = logging.getLogger(__name__)
+
+CONTROLLER_TIMEOUT = 60.0  # seconds for kube-controller-manager to observe a new owner object
+
+
+@attrs.frozen
+class OwnerSettings:
+    """How the allocator acts, from the configuration."""
+
+    kind: OwnerKind
+    namespace: str
+    default_profile: ResourceProfile
+    interval: float = 1.0  # spark.kubernetes.allocation.batch.delay: the id and controller checks
+    deletion_cost: int | None = None  # spark.kubernetes.executor.podDeletionCost
+    name_executors: bool = True  # label EXECID pods here (no driver answers GenerateExecID)
+    controller_timeout: float = CONTROLLER_TIMEOUT
 
 
 class OwnerPodsAllocator:
@@ -63,24 +86,24 @@ class OwnerPodsAllocator:
 
     def __init__(
         self,
-        kind: OwnerKind,
+        settings: OwnerSettings,
         identity: AllocatorIdentity,
         api: KubernetesApi,
         builder: PodSpecBuilder,
         scheduler: Scheduler,
+        clock: Clock,
         *,
-        namespace: str,
-        default_profile: ResourceProfile,
-        interval: float = 1.0,
-        deletion_cost: int | None = None,
+        failures: FailureReporter | None = None,
     ) -> None:
-        self._kind, self._identity, self._api, self._builder = kind, identity, api, builder
-        self._scheduler, self._namespace, self._interval = scheduler, namespace, interval
-        self._deletion_cost = deletion_cost
-        self._profiles: dict[int, ResourceProfile] = {DEFAULT_PROFILE_ID: default_profile}
+        self._settings, self._identity, self._api, self._builder = settings, identity, api, builder
+        self._scheduler, self._clock, self._failures = scheduler, clock, failures
+        self._kind, self._namespace = settings.kind, settings.namespace
+        self._profiles: dict[int, ResourceProfile] = {DEFAULT_PROFILE_ID: settings.default_profile}
+        self._targets: dict[int, int] = {}
         self._replicas: dict[int, int] = {}  # what each existing owner was last set to
+        self._unobserved: dict[int, float] = {}  # owners no controller has seen yet: when created
         self._last_id = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._task: Cancellable | None = None
         self._stopped = False
 
@@ -96,84 +119,188 @@ class OwnerPodsAllocator:
     def builder(self) -> PodSpecBuilder:
         return self._builder
 
+    # -- the PodsAllocator surface -------------------------------------------------------------------
+
     def start(self) -> None:
-        """Start naming the executors that wait for an id."""
-        self._task = self._scheduler.schedule_with_fixed_delay(0.0, self._interval, self.resolve_ids)
+        """Start the periodic work: executor ids, and the check that a controller observes the owners."""
+        if self._task is None:
+            self._task = self._scheduler.schedule_with_fixed_delay(0.0, self._settings.interval, self._tick)
+
+    def halt(self) -> None:
+        """Stop creating, scaling and naming; the owner objects stay until :meth:`delete_owned`."""
+        with self._lock:
+            self._stopped = True
+            task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+
+    def stop(self) -> None:
+        """Halt, then delete the owner objects (Spark's stop(appId))."""
+        self.halt()
+        self.delete_owned()
+
+    def delete_owned(self) -> None:
+        """Delete each owner object created (or taken over); the garbage collector takes its pods."""
+        with self._lock:
+            for rp_id in sorted(self._replicas):
+                name = self._name(rp_id)
+                delete = functools.partial(self._api.delete, self._kind.resource, self._namespace, name)
+                guarded(f"delete {self._kind.resource.kind} {name}", delete)
+            self._replicas.clear()
+            self._unobserved.clear()
 
     def register_resource_profile(self, profile: ResourceProfile) -> None:
         with self._lock:
-            self._profiles.setdefault(profile.id, profile)
+            self._profiles[profile.id] = profile
 
-    def set_total_expected_executors(self, targets: Mapping[int, int]) -> None:
+    def set_total_expected_executors(
+        self, targets: Mapping[int, int], profiles: Mapping[int, ResourceProfile] | None = None
+    ) -> None:
         """Create or scale each profile's owner object to its target (Spark does not wait either)."""
-        wanted = dict(targets)
-        self._scheduler.submit(lambda: self._apply_targets(wanted))
+        with self._lock:
+            self._profiles.update(profiles or {})
+            self._targets.update(targets)
+        self._scheduler.submit(functools.partial(self._apply_targets, False))
 
     def mark_for_removal(self, executor_ids: Collection[int]) -> None:
         """Give the executors' pods the configured deletion cost (Deployment only; a no-op otherwise)."""
-        cost = self._deletion_cost
+        cost = self._settings.deletion_cost
         if self._kind is OwnerKind.DEPLOYMENT and cost is not None and executor_ids:
-            ids = frozenset(executor_ids)
-            self._scheduler.submit(lambda: self._mark_now(ids, cost))
+            self._scheduler.submit(functools.partial(self._mark_now, frozenset(executor_ids), cost))
 
-    def stop(self) -> None:
-        """Stop naming executors and delete the owner objects (the garbage collector takes the pods)."""
-        if self._task is not None:
-            self._task.cancel()
+    def generate_executor_id(self, pod_name: str) -> int:
+        """Spark's GenerateExecID: the next id for the executor of ``pod_name``, whose pod is labelled
+        with it (asynchronously, as Spark's driver does)."""
         with self._lock:
-            self._stopped = True
-            for rp_id in sorted(self._replicas):
-                name = self._name(rp_id)
-                guarded(f"delete {self._kind.resource.kind} {name}", functools.partial(self._delete, name))
-            self._replicas.clear()
+            self._last_id += 1
+            executor_id = self._last_id
+        self._scheduler.submit(functools.partial(self._label_guarded, pod_name, executor_id))
+        return executor_id
+
+    def profile(self, rp_id: int) -> ResourceProfile | None:
+        with self._lock:
+            return self._profiles.get(rp_id)
+
+    def is_deleted(self, executor_id: int) -> bool:
+        """Always false, as Spark's: the controller, not the allocator, deletes the pods."""
+        return False
+
+    @property
+    def outstanding_pods(self) -> int:
+        """Always 0: pending pods are the controller's business, not counted against new requests."""
+        return 0
+
+    @property
+    def pvc_counter(self) -> int:
+        """Always 0: a StatefulSet's claims come from its volume claim templates, made by its controller."""
+        return 0
+
+    def advance_executor_id_counter(self, min_next: int) -> None:
+        with self._lock:
+            self._last_id = max(self._last_id, min_next - 1)
 
     def status(self) -> dict[str, Any]:
         with self._lock:
-            return {"kind": self._kind.value, "replicas": dict(self._replicas), "last_id": self._last_id}
+            return {
+                "allocator": self._kind.value,
+                "targets": dict(self._targets),
+                "replicas": dict(self._replicas),
+                "unobserved": sorted(self._unobserved),
+                "executor_id_counter": self._last_id,
+                "newly_created": [],
+                "stopped": self._stopped,
+            }
 
-    def resolve_ids(self) -> None:
+    # -- the work ------------------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            if self._settings.name_executors:
+                self._resolve_ids()
+            self._check_controllers()
+
+    def _resolve_ids(self) -> None:
         """Label each pod still waiting for an id with the next one (the GenerateExecID label patch)."""
-        with self._lock:
-            if self._stopped:
-                return
-            pods = self._executor_pods("name")
-            if pods is None:  # the next tick tries again
-                return
-            # Ids never repeat, also across a restart that took over the owner objects.
-            self._last_id = max(self._last_id, highest_id(pods))
-            for name, executor_id in assign_ids(unresolved_pods(pods), self._last_id):
-                patch = functools.partial(
-                    self._api.patch,
-                    PODS,
-                    self._namespace,
-                    name,
-                    executor_id_patch(executor_id),
-                    patch_type=JSON_PATCH,
-                )
-                if not guarded(f"give pod {name} executor id {executor_id}", patch):
-                    break  # the ids after it would not be consecutive; the next tick goes on
-                self._last_id = executor_id
+        pods = self._executor_pods("name")
+        if pods is None:  # the next tick tries again
+            return
+        # Ids never repeat, also across a restart that took over the owner objects.
+        self._last_id = max(self._last_id, highest_id(pods))
+        for name, executor_id in assign_ids(unresolved_pods(pods), self._last_id):
+            patch = functools.partial(self._label, name, executor_id)
+            if not guarded(f"give pod {name} executor id {executor_id}", patch):
+                break  # the ids after it would not be consecutive; the next tick goes on
+            self._last_id = executor_id
 
-    def _apply_targets(self, targets: Mapping[int, int]) -> None:
+    def _label_guarded(self, pod_name: str, executor_id: int) -> None:
+        guarded(
+            f"give pod {pod_name} executor id {executor_id}",
+            functools.partial(self._label, pod_name, executor_id),
+        )
+
+    def _label(self, pod_name: str, executor_id: int) -> None:
+        self._api.patch(
+            PODS, self._namespace, pod_name, executor_id_patch(executor_id), patch_type=JSON_PATCH
+        )
+
+    def _check_controllers(self) -> None:
+        for rp_id, created in sorted(self._unobserved.items()):
+            name = self._name(rp_id)
+            try:
+                seen = observed(self._api.get(self._kind.resource, self._namespace, name))
+            except ApiError as error:
+                log.warning("Cannot read %s %s: %s", self._kind.resource.kind, name, error)
+                continue
+            if seen:
+                del self._unobserved[rp_id]
+            elif self._clock.now() - created > self._settings.controller_timeout:
+                del self._unobserved[rp_id]
+                self._no_controller(name)
+
+    def _no_controller(self, name: str) -> None:
+        kind = self._kind.resource.kind
+        reason = (
+            f"no controller observed {kind} {name} within {self._settings.controller_timeout:g} s: the API "
+            f"server runs no kube-controller-manager with the {kind} controller (pyk8s://local and the "
+            f"in-memory API have none), so no executor pod is made; set {ALLOCATOR_KEY}=direct"
+        )
+        log.error("%s", reason)
+        if self._failures is not None:
+            self._failures.report(reason)
+
+    def _apply_targets(self, scale_down: bool) -> None:
         with self._lock:
             if self._stopped:
                 return
-            for action in plan_owners(targets, self._replicas):
+            deferred = False
+            for action in plan_owners(self._targets, self._replicas):
+                if (
+                    self._kind is OwnerKind.DEPLOYMENT
+                    and not scale_down
+                    and is_scale_down(action, self._replicas)
+                ):
+                    deferred = True  # after the marks of the executors Spark removes (see the module doc)
+                    continue
                 self._apply(action)
+        if deferred:
+            self._scheduler.schedule(self._settings.interval, functools.partial(self._apply_targets, True))
 
     def _apply(self, action: OwnerAction) -> None:
         name = self._name(action.rp_id)
         if isinstance(action, CreateOwner):
-            if guarded(f"create {self._kind.resource.kind} {name}", lambda: self._create(action)):
+            if guarded(f"create {self._kind.resource.kind} {name}", functools.partial(self._create, action)):
                 self._replicas[action.rp_id] = action.replicas
-        elif guarded(
-            f"scale {self._kind.resource.kind} {name} to {action.replicas}",
-            lambda: self._api.patch(self._kind.resource, self._namespace, name, scale_patch(action.replicas)),
-        ):
+                self._unobserved[action.rp_id] = self._clock.now()
+            return
+        scale = functools.partial(
+            self._api.patch, self._kind.resource, self._namespace, name, scale_patch(action.replicas)
+        )
+        if guarded(f"scale {self._kind.resource.kind} {name} to {action.replicas}", scale):
             self._replicas[action.rp_id] = action.replicas
 
     def _create(self, action: CreateOwner) -> None:
-        profile = self._profiles.get(action.rp_id, self._profiles[DEFAULT_PROFILE_ID])
         identity = self._identity
         built = self._builder.build(
             ExecutorPodRequest(
@@ -181,7 +308,7 @@ class OwnerPodsAllocator:
                 app_id=identity.app_id,
                 driver_url=identity.driver_url,
                 pod_name_prefix=identity.pod_name_prefix,
-                resource_profile=profile,
+                resource_profile=self._profiles.get(action.rp_id, self._profiles[DEFAULT_PROFILE_ID]),
                 driver_pod=identity.driver_pod,
                 config_map_name=identity.config_map_name,
                 auth_secret_name=identity.auth_secret_name,
@@ -206,23 +333,18 @@ class OwnerPodsAllocator:
         with self._lock:
             pods = self._executor_pods("mark for removal")
             for name in pods_to_mark(pods or [], executor_ids):
-                patch = deletion_cost_patch(cost)
-                guarded(
-                    f"set the deletion cost of pod {name}",
-                    functools.partial(self._api.patch, PODS, self._namespace, name, patch),
+                mark = functools.partial(
+                    self._api.patch, PODS, self._namespace, name, deletion_cost_patch(cost)
                 )
+                guarded(f"set the deletion cost of pod {name}", mark)
 
     def _executor_pods(self, why: str) -> list[Obj] | None:
-        labels = selector_labels(self._identity.app_id, DEFAULT_PROFILE_ID)
-        selector = f"{SPARK_APP_ID_LABEL}={labels[SPARK_APP_ID_LABEL]},{SPARK_ROLE_LABEL}={EXECUTOR_ROLE}"
+        selector = f"{SPARK_APP_ID_LABEL}={self._identity.app_id},{SPARK_ROLE_LABEL}={EXECUTOR_ROLE}"
         try:
             return self._api.list(PODS, self._namespace, label_selector=selector).items
         except ApiError as error:
             log.warning("Cannot list the executor pods to %s: %s", why, error)
             return None
-
-    def _delete(self, name: str) -> None:
-        self._api.delete(self._kind.resource, self._namespace, name)
 
     def _name(self, rp_id: int) -> str:
         return self._kind.object_name(self._identity.app_id, rp_id)

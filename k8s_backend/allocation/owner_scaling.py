@@ -86,3 +86,13 @@ def pods_to_mark(pods: Sequence[Obj], executor_ids: Collection[int]) -> tuple[st
             if executor_id_of(p) in wanted and not p["metadata"].get("deletionTimestamp")
         )
     )
+
+
+def observed(owner: Obj) -> bool:
+    """Whether a controller has seen the owner object (it sets ``status.observedGeneration``)."""
+    return bool((owner.get("status") or {}).get("observedGeneration"))
+
+
+def is_scale_down(action: OwnerAction, replicas: Mapping[int, int]) -> bool:
+    """Whether ``action`` lowers an existing owner's replicas."""
+    return isinstance(action, ScaleOwner) and action.replicas < replicas.get(action.rp_id, 0)

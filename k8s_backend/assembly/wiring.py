@@ -20,6 +20,9 @@ from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 from k8s_backend.allocation.creator import PodSpecBuilder
 from k8s_backend.allocation.node_avoidance import NodeAvoider, NodeAvoidingPodBuilder
 from k8s_backend.allocation.oom_builder import OomAwarePodBuilder
+from k8s_backend.allocation.owner_allocator import OwnerPodsAllocator, OwnerSettings
+from k8s_backend.allocation.owner_objects import ALLOCATOR_KEY, OwnerKind
+from k8s_backend.allocation.pods_allocator import PodsAllocator
 from k8s_backend.allocation.quota import PodDemand, QuotaGate, demand_from
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
 from k8s_backend.assembly.application import Application, check_identity, plan_application
@@ -44,6 +47,7 @@ from k8s_backend.backend.state import BackendState
 from k8s_backend.common import Clock, Scheduler, SystemClock, ThreadScheduler
 from k8s_backend.common.failure_sink import FailureSink
 from k8s_backend.conf.model import KubernetesConf, ResourceProfile, ScalingConf
+from k8s_backend.errors import ConfigError
 from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import KubernetesApi
@@ -419,7 +423,9 @@ def _allocator(
     failures: FailureSink,
     disruptions: DisruptionWatcher | None,
     booster: OomBooster | None,
-) -> ExecutorPodsAllocator:
+) -> PodsAllocator:
+    if app.conf.allocation.allocator != "direct":
+        return _owner_allocator(app, runtime, failures)
     metrics = runtime.monitoring
     builder: PodSpecBuilder = (
         app.builder if booster is None else OomAwarePodBuilder(app.builder, booster, app.conf.executor)
@@ -452,6 +458,32 @@ def _allocator(
             allocator.profile(rp_id) or default, app.conf.executor
         )
     return allocator
+
+
+def _owner_allocator(app: Application, runtime: Runtime, failures: FailureSink) -> OwnerPodsAllocator:
+    """The statefulset or deployment allocator (the conf refused what only the direct one does)."""
+    conf = app.conf
+    if runtime.driver is not None:
+        raise ConfigError(
+            f"{ALLOCATOR_KEY}={conf.allocation.allocator} needs the driver to answer the executors' "
+            "GenerateExecID, which the k8s_backend bridge does not do yet: use it with the backend alone, "
+            f"or set {ALLOCATOR_KEY}=direct",
+            key=ALLOCATOR_KEY,
+            value=conf.allocation.allocator,
+        )
+    settings = OwnerSettings(
+        OwnerKind(conf.allocation.allocator),
+        conf.namespace,
+        conf.executor.default_profile,
+        interval=conf.allocation.batch_delay,
+        deletion_cost=conf.allocation.pod_deletion_cost,
+        # A driver answers the executors' GenerateExecID (through generate_executor_id); without
+        # one, nothing asks, and the allocator labels the pods itself.
+        name_executors=runtime.driver is None,
+    )
+    return OwnerPodsAllocator(
+        settings, app.identity, runtime.api, app.builder, runtime.scheduler, runtime.clock, failures=failures
+    )
 
 
 def _quota_gate(app: Application, runtime: Runtime, booster: OomBooster | None) -> QuotaGate | None:

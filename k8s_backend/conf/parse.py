@@ -72,6 +72,7 @@ def parse_spark_conf(conf: object) -> KubernetesConf:
     _check_pending_pods(reader, values)
     _check_task_cpus(reader, values)
     _check_cpu_limit(reader, values)
+    values.update(_allocator(reader, values))
     return _assemble(values, props)
 
 
@@ -314,6 +315,56 @@ def _check_pending_pods(reader: Reader, values: Mapping[str, Any]) -> None:
             key=name,
             value=per_rp,
         )
+
+
+def _allocator(reader: Reader, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The deployment allocator's deletion cost, checked against the allocator (as Spark)."""
+    cost_key = "spark.kubernetes.executor.podDeletionCost"
+    allocator_key = "spark.kubernetes.allocation.pods.allocator"
+    allocator: str = values["allocation.allocator"]
+    cost: int | None = reader.value(cost_key)
+    if cost is not None and allocator != "deployment":
+        raise ConfigError(
+            f"{cost_key}={cost} acts only with {allocator_key}=deployment (it is {allocator}): remove the "
+            f"key or set {allocator_key}=deployment",
+            key=cost_key,
+            value=cost,
+        )
+    # As Spark: without a cost, the ReplicaSet controller would pick the executors to remove by itself.
+    if allocator == "deployment" and values["scaling.dynamic_allocation"] and cost is None:
+        raise ConfigError(
+            f"{allocator_key}=deployment with dynamic allocation needs {cost_key}: set it to the deletion "
+            "cost of the pods Spark removes (lower than the others' 0, e.g. -100)",
+            key=cost_key,
+            value=None,
+        )
+    _check_direct_only(reader, values)
+    return {"allocation.pod_deletion_cost": cost}
+
+
+_DIRECT_ONLY = (
+    ("lifecycle.quota_aware", "spark.kubernetes.allocation.quotaAware", lambda v: bool(v)),
+    ("lifecycle.node_failure_threshold", "spark.kubernetes.executor.nodeFailures.threshold", lambda v: v > 0),
+    ("lifecycle.oom_overhead_factor", "spark.kubernetes.executor.oom.overheadFactor", lambda v: v > 1.0),
+)
+
+
+def _check_direct_only(reader: Reader, values: Mapping[str, Any]) -> None:
+    """Refuse what only the direct allocator does (each pod is built by the backend) with the others,
+    when set (quotaAware is on by default, and is then simply not for them)."""
+    allocator: str = values["allocation.allocator"]
+    if allocator == "direct":
+        return
+    for field, key, acts in _DIRECT_ONLY:
+        value = values.get(field)
+        if reader.is_set(key) and value is not None and acts(value):
+            raise ConfigError(
+                f"{key}={value} acts only with the direct allocator (the backend builds each executor pod), "
+                f"not with spark.kubernetes.allocation.pods.allocator={allocator}, whose controller makes "
+                "the pods from one template: remove the key or use the direct allocator",
+                key=key,
+                value=value,
+            )
 
 
 def _check_task_cpus(reader: Reader, values: Mapping[str, Any]) -> None:

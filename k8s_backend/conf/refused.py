@@ -53,11 +53,6 @@ REFUSED: tuple[Refusal, ...] = (
         "Spark 4.2's recovery-mode executors are not implemented by k8s_backend; remove the key",
     ),
     Refusal(
-        "spark.kubernetes.executor.podDeletionCost",
-        "only Spark's deployment allocator reads it, and k8s_backend supports the direct allocator only; "
-        "remove the key",
-    ),
-    Refusal(
         "spark.kubernetes.driver.annotateExitException",
         "k8s_backend's driver does not write its exit exception onto its pod (a failed driver's last log "
         "lines are its termination message, which `k8s-backend status` shows); remove the key",

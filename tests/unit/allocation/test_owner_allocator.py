@@ -4,12 +4,15 @@ deletion costs set on the pods to remove, owners deleted at stop."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 
-from k8s_backend.allocation.owner_allocator import OwnerPodsAllocator
+from k8s_backend.allocation.owner_allocator import OwnerPodsAllocator, OwnerSettings
 from k8s_backend.allocation.owner_objects import DELETION_COST_ANNOTATION, OwnerKind
 from k8s_backend.allocation.settings import AllocatorIdentity
+from k8s_backend.common.failure_sink import FailureSink
 from k8s_backend.conf.model import KubernetesConf, ResourceProfile
 from k8s_backend.kube.port import PODS, NotFoundError, Obj
 from k8s_backend.pods.builder import ExecutorPodBuilder
@@ -21,23 +24,21 @@ NS = "default"
 
 
 def make(
-    kind: OwnerKind, deletion_cost: int | None = None
+    kind: OwnerKind, deletion_cost: int | None = None, failures: FailureSink | None = None, **settings: Any
 ) -> tuple[OwnerPodsAllocator, FakeKubernetes, DeterministicScheduler]:
     conf = KubernetesConf.from_spark_conf({"spark.kubernetes.container.image": "spark:4.3.0"})
     conf = attrs.evolve(conf, allocation=attrs.evolve(conf.allocation, allocator=kind.value))
     api, scheduler = FakeKubernetes(), DeterministicScheduler()
     allocator = OwnerPodsAllocator(
-        kind,
+        OwnerSettings(kind, NS, conf.executor.default_profile, deletion_cost=deletion_cost, **settings),
         AllocatorIdentity(
             app_id=APP, driver_url="spark://CoarseGrainedScheduler@d:7078", pod_name_prefix="o"
         ),
         api,
         ExecutorPodBuilder(conf, None, facts=DriverFacts(spark_user="u", spark_version="4.3.0")),
         scheduler,
-        namespace=NS,
-        default_profile=conf.executor.default_profile,
-        interval=1.0,
-        deletion_cost=deletion_cost,
+        scheduler.clock,
+        failures=failures or FailureSink(),
     )
     return allocator, api, scheduler
 
@@ -101,15 +102,8 @@ def test_a_restarted_allocator_takes_over_the_owner_and_continues_the_ids() -> N
     scheduler.run_until_idle()
     controller_makes(api, kind, "d-a")
     scheduler.advance(1.0)
-    second = OwnerPodsAllocator(
-        kind,
-        first.identity,
-        api,
-        first.builder,
-        scheduler,
-        namespace=NS,
-        default_profile=ResourceProfile(id=0),
-    )
+    settings = OwnerSettings(kind, NS, ResourceProfile(id=0))
+    second = OwnerPodsAllocator(settings, first.identity, api, first.builder, scheduler, scheduler.clock)
     second.start()
     second.set_total_expected_executors({0: 2})
     scheduler.run_until_idle()
@@ -129,11 +123,16 @@ def test_a_deployment_marks_the_pods_to_remove_with_the_deletion_cost() -> None:
         controller_makes(api, kind, name)
     scheduler.advance(1.0)
     by_id = {v: k for k, v in ids(api).items()}
+    # Spark lowers the target, then kills: the scale-down waits for the mark.
+    allocator.set_total_expected_executors({0: 2})
     allocator.mark_for_removal([2])
     scheduler.run_until_idle()
+    assert owner(api, kind)["spec"]["replicas"] == 3
     pods = api.list(PODS, NS).items
     costs = {p["metadata"]["name"]: p["metadata"]["annotations"][DELETION_COST_ANNOTATION] for p in pods}
     assert costs == {by_id["1"]: "0", by_id["2"]: "-100", by_id["3"]: "0"}
+    scheduler.advance(1.0)
+    assert owner(api, kind)["spec"]["replicas"] == 2
 
 
 def test_a_statefulset_or_an_unset_cost_marks_nothing() -> None:
@@ -143,3 +142,59 @@ def test_a_statefulset_or_an_unset_cost_marks_nothing() -> None:
     ):
         allocator.mark_for_removal([1])
         assert scheduler.run_until_idle() == 0
+
+
+@pytest.mark.parametrize("kind", list(OwnerKind))
+def test_an_owner_no_controller_observes_fails_the_application_naming_the_fix(kind: OwnerKind) -> None:
+    sink = FailureSink()
+    allocator, _api, scheduler = make(kind, controller_timeout=10.0, failures=sink)
+    allocator.start()
+    allocator.set_total_expected_executors({0: 1})
+    scheduler.advance(9.0)
+    assert sink.reason is None and allocator.status()["unobserved"] == [0]
+    scheduler.advance(2.0)
+    assert sink.reason is not None
+    assert "no controller observed" in sink.reason and "allocation.pods.allocator=direct" in sink.reason
+
+
+def test_an_observed_owner_is_checked_no_more() -> None:
+    kind = OwnerKind.STATEFUL_SET
+    allocator, api, scheduler = make(kind, controller_timeout=10.0)
+    allocator.start()
+    allocator.set_total_expected_executors({0: 1})
+    scheduler.run_until_idle()
+    api.patch_status(kind.resource, NS, kind.object_name(APP, 0), {"observedGeneration": 1})  # the controller
+    scheduler.advance(1.0)
+    assert allocator.status()["unobserved"] == []
+
+
+def test_with_a_driver_ids_come_from_generate_executor_id_and_label_the_pod() -> None:
+    kind = OwnerKind.STATEFUL_SET
+    allocator, api, scheduler = make(kind, name_executors=False)
+    allocator.start()
+    allocator.advance_executor_id_counter(5)
+    allocator.set_total_expected_executors({0: 2})
+    scheduler.run_until_idle()
+    controller_makes(api, kind, "s-0")
+    controller_makes(api, kind, "s-1")
+    scheduler.advance(1.0)
+    assert ids(api) == {"s-0": "EXECID", "s-1": "EXECID"}  # not named by the allocator itself
+    assert allocator.generate_executor_id("s-1") == 5
+    assert allocator.generate_executor_id("s-0") == 6
+    scheduler.run_until_idle()
+    assert ids(api) == {"s-0": "6", "s-1": "5"}
+
+
+def test_halt_stops_all_changes_and_delete_owned_still_deletes() -> None:
+    kind = OwnerKind.DEPLOYMENT
+    allocator, api, scheduler = make(kind)
+    allocator.start()
+    allocator.set_total_expected_executors({0: 1})
+    scheduler.run_until_idle()
+    allocator.halt()
+    allocator.set_total_expected_executors({0: 4})
+    scheduler.run_until_idle()
+    assert owner(api, kind)["spec"]["replicas"] == 1
+    allocator.delete_owned()
+    with pytest.raises(NotFoundError):
+        owner(api, kind)
