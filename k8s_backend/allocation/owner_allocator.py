@@ -9,7 +9,8 @@ Executor ids: under Spark, each executor asks the driver (GenerateExecID) and th
 pod. With ``name_executors`` this component plays that labelling part instead: every ``interval`` it
 gives each ``EXECID`` pod the next id from its counter, with a JSON patch that applies only while the
 label is still ``EXECID``. That is right only where no executor asks a driver for its id (the backend
-used without a driver); with a driver, :meth:`generate_executor_id` answers the executor's question.
+used without a driver); with a driver, the bridge's driver endpoint answers each executor's
+GenerateExecID through :meth:`generate_executor_id`, which labels the pod as Spark's driver does.
 
 Scaling down a Deployment: :meth:`mark_for_removal` gives the pods Spark removes the configured
 ``controller.kubernetes.io/pod-deletion-cost`` (the template's is "0"), and a scale-down waits one
@@ -35,6 +36,7 @@ from k8s_backend.allocation.owner_objects import (
     OwnerKind,
     deletion_cost_patch,
     executor_id_patch,
+    executor_label_patch,
     owner_object,
     scale_patch,
 )
@@ -235,10 +237,10 @@ class OwnerPodsAllocator:
             self._last_id = executor_id
 
     def _label_guarded(self, pod_name: str, executor_id: int) -> None:
-        guarded(
-            f"give pod {pod_name} executor id {executor_id}",
-            functools.partial(self._label, pod_name, executor_id),
+        patch = functools.partial(
+            self._api.patch, PODS, self._namespace, pod_name, executor_label_patch(executor_id)
         )
+        guarded(f"label pod {pod_name} with executor id {executor_id}", patch)
 
     def _label(self, pod_name: str, executor_id: int) -> None:
         self._api.patch(

@@ -152,6 +152,12 @@ def deletion_cost_patch(cost: int) -> Obj:
     return {"metadata": {"annotations": {DELETION_COST_ANNOTATION: str(cost)}}}
 
 
+def executor_label_patch(executor_id: int) -> Obj:
+    """The merge patch Spark's driver makes on GenerateExecID: the pod's id label, whatever it was (an
+    executor restarted in its pod asks again and gets a new id)."""
+    return {"metadata": {"labels": {SPARK_EXECUTOR_ID_LABEL: str(executor_id)}}}
+
+
 def executor_id_patch(executor_id: int) -> list[Obj]:
     """The JSON patch that gives an EXECID pod its id, only if no one gave it one meanwhile."""
     path = "/metadata/labels/" + SPARK_EXECUTOR_ID_LABEL

@@ -41,6 +41,10 @@ class PodsAllocator(Protocol):
         """At stop, delete what the allocator owns besides the executor pods (nothing for ``direct``)."""
         ...
 
+    def generate_executor_id(self, pod_name: str) -> int:
+        """Spark's GenerateExecID: a new id for the executor of ``pod_name`` (whose id is ``EXECID``)."""
+        ...
+
     def profile(self, rp_id: int) -> ResourceProfile | None:
         """The resource profile of this id, if it was registered."""
         ...

@@ -21,7 +21,7 @@ from k8s_backend.allocation.creator import PodSpecBuilder
 from k8s_backend.allocation.node_avoidance import NodeAvoider, NodeAvoidingPodBuilder
 from k8s_backend.allocation.oom_builder import OomAwarePodBuilder
 from k8s_backend.allocation.owner_allocator import OwnerPodsAllocator, OwnerSettings
-from k8s_backend.allocation.owner_objects import ALLOCATOR_KEY, OwnerKind
+from k8s_backend.allocation.owner_objects import OwnerKind
 from k8s_backend.allocation.pods_allocator import PodsAllocator
 from k8s_backend.allocation.quota import PodDemand, QuotaGate, demand_from
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
@@ -47,7 +47,6 @@ from k8s_backend.backend.state import BackendState
 from k8s_backend.common import Clock, Scheduler, SystemClock, ThreadScheduler
 from k8s_backend.common.failure_sink import FailureSink
 from k8s_backend.conf.model import KubernetesConf, ResourceProfile, ScalingConf
-from k8s_backend.errors import ConfigError
 from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import KubernetesApi
@@ -463,14 +462,6 @@ def _allocator(
 def _owner_allocator(app: Application, runtime: Runtime, failures: FailureSink) -> OwnerPodsAllocator:
     """The statefulset or deployment allocator (the conf refused what only the direct one does)."""
     conf = app.conf
-    if runtime.driver is not None:
-        raise ConfigError(
-            f"{ALLOCATOR_KEY}={conf.allocation.allocator} needs the driver to answer the executors' "
-            "GenerateExecID, which the k8s_backend bridge does not do yet: use it with the backend alone, "
-            f"or set {ALLOCATOR_KEY}=direct",
-            key=ALLOCATOR_KEY,
-            value=conf.allocation.allocator,
-        )
     settings = OwnerSettings(
         OwnerKind(conf.allocation.allocator),
         conf.namespace,

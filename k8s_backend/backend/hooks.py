@@ -280,6 +280,10 @@ class SchedulerBackendHooks:
         self.parts.operations.label_decommissioning(list(executor_ids))
         return True
 
+    def generate_executor_id(self, pod_name: str) -> int:
+        """Spark's GenerateExecID, for an executor whose id is EXECID (statefulset/deployment allocators)."""
+        return self.parts.allocator.generate_executor_id(pod_name)
+
     def is_executor_excluded(self, executor_id: str) -> bool:
         """Refuse registration from executors the allocator already deleted as excess."""
         return executor_id.isdigit() and self.parts.allocator.is_deleted(int(executor_id))
