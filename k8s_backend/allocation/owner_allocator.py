@@ -55,6 +55,7 @@ from k8s_backend.allocation.settings import AllocatorIdentity
 from k8s_backend.common import Cancellable, Clock, Scheduler
 from k8s_backend.common.failure_sink import FailureReporter
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
+from k8s_backend.errors import ConfigError
 from k8s_backend.kube.labels import EXECUTOR_ROLE, SPARK_APP_ID_LABEL, SPARK_ROLE_LABEL
 from k8s_backend.kube.port import JSON_PATCH, PODS, ApiError, ConflictError, KubernetesApi, Obj
 from k8s_backend.pods.objects import owner_reference
@@ -108,6 +109,7 @@ class OwnerPodsAllocator:
         self._lock = threading.RLock()
         self._task: Cancellable | None = None
         self._stopped = False
+        self._down_scheduled = False  # a Deployment's scale-down waits (see _apply_targets)
 
     @property
     def kind(self) -> OwnerKind:
@@ -222,6 +224,7 @@ class OwnerPodsAllocator:
             if self._settings.name_executors:
                 self._resolve_ids()
             self._check_controllers()
+        self._apply_targets(False)  # again what failed before (a create or scale the API refused)
 
     def _resolve_ids(self) -> None:
         """Label each pod still waiting for an id with the next one (the GenerateExecID label patch)."""
@@ -268,6 +271,9 @@ class OwnerPodsAllocator:
             f"server runs no kube-controller-manager with the {kind} controller (pyk8s://local and the "
             f"in-memory API have none), so no executor pod is made; set {ALLOCATOR_KEY}=direct"
         )
+        self._report(reason)
+
+    def _report(self, reason: str) -> None:
         log.error("%s", reason)
         if self._failures is not None:
             self._failures.report(reason)
@@ -276,23 +282,38 @@ class OwnerPodsAllocator:
         with self._lock:
             if self._stopped:
                 return
-            deferred = False
+            defer = False
             for action in plan_owners(self._targets, self._replicas):
                 if (
                     self._kind is OwnerKind.DEPLOYMENT
                     and not scale_down
                     and is_scale_down(action, self._replicas)
                 ):
-                    deferred = True  # after the marks of the executors Spark removes (see the module doc)
+                    defer = True  # after the marks of the executors Spark removes (see the module doc)
                     continue
                 self._apply(action)
-        if deferred:
-            self._scheduler.schedule(self._settings.interval, functools.partial(self._apply_targets, True))
+            # One deferred scale-down at a time; a failed one is deferred again by the next tick.
+            schedule = defer and not self._down_scheduled
+            self._down_scheduled = self._down_scheduled or schedule
+        if schedule:
+            self._scheduler.schedule(self._settings.interval, self._apply_deferred)
+
+    def _apply_deferred(self) -> None:
+        with self._lock:
+            self._down_scheduled = False
+        self._apply_targets(True)
 
     def _apply(self, action: OwnerAction) -> None:
         name = self._name(action.rp_id)
         if isinstance(action, CreateOwner):
-            if guarded(f"create {self._kind.resource.kind} {name}", functools.partial(self._create, action)):
+            create = functools.partial(self._create, action)
+            try:
+                created = guarded(f"create {self._kind.resource.kind} {name}", create)
+            except ConfigError as error:  # the pod template cannot be made into this kind of owner
+                self._targets.pop(action.rp_id, None)
+                self._report(str(error))
+                return
+            if created:
                 self._replicas[action.rp_id] = action.replicas
                 self._unobserved[action.rp_id] = self._clock.now()
             return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from typing import Any
 
@@ -30,6 +30,7 @@ from k8s_backend.conf.model import (
     ScalingConf,
     SnapshotsConf,
 )
+from k8s_backend.conf.parse_volumes import EXECUTOR_ID_PLACEHOLDER as PVC_EXECUTOR_ID_PLACEHOLDER
 from k8s_backend.conf.parse_volumes import parse_volumes
 from k8s_backend.conf.refused import check_refused
 from k8s_backend.conf.spec import Use
@@ -339,7 +340,34 @@ def _allocator(reader: Reader, values: Mapping[str, Any]) -> dict[str, Any]:
             value=None,
         )
     _check_direct_only(reader, values)
+    _check_owner_claims(allocator, values.get("executor.volumes") or ())
     return {"allocation.pod_deletion_cost": cost}
+
+
+def _check_owner_claims(allocator: str, volumes: Iterable[Any]) -> None:
+    """Claims the controller-made pods cannot have: none with a Deployment (as Spark); with a StatefulSet,
+    none named after the executor id (the one template has no id: use OnDemand claim templates)."""
+    prefix = "spark.kubernetes.executor.volumes.persistentVolumeClaim"
+    for volume in volumes:
+        if volume.type != "persistentVolumeClaim":
+            continue
+        key = f"{prefix}.{volume.name}.options.claimName"
+        if allocator == "deployment":
+            raise ConfigError(
+                "PersistentVolumeClaims are not supported with the deployment allocator (as in Spark): "
+                f"remove the {prefix}.{volume.name}.* keys or set "
+                "spark.kubernetes.allocation.pods.allocator=statefulset",
+                key=key,
+                value=volume.claim_name,
+            )
+        if allocator == "statefulset" and PVC_EXECUTOR_ID_PLACEHOLDER in volume.claim_name:
+            raise ConfigError(
+                f"{key}={volume.claim_name} names the claim after the executor id, which the statefulset "
+                "allocator's pod template does not have: set it to OnDemand (a volume claim template, one "
+                "claim per pod) or use the direct allocator",
+                key=key,
+                value=volume.claim_name,
+            )
 
 
 _DIRECT_ONLY = (

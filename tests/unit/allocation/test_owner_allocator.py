@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 import pytest
 
+from k8s_backend.allocation.creator import PodSpecBuilder
 from k8s_backend.allocation.owner_allocator import OwnerPodsAllocator, OwnerSettings
 from k8s_backend.allocation.owner_objects import DELETION_COST_ANNOTATION, OwnerKind
 from k8s_backend.allocation.settings import AllocatorIdentity
@@ -17,6 +18,7 @@ from k8s_backend.conf.model import KubernetesConf, ResourceProfile
 from k8s_backend.kube.port import PODS, NotFoundError, Obj
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.facts import DriverFacts
+from k8s_backend.pods.request import ExecutorPodRequest, ExecutorPodSpec
 from k8s_backend.testing import DeterministicScheduler, FakeKubernetes
 
 APP = "spark-owner"
@@ -196,5 +198,64 @@ def test_halt_stops_all_changes_and_delete_owned_still_deletes() -> None:
     scheduler.run_until_idle()
     assert owner(api, kind)["spec"]["replicas"] == 1
     allocator.delete_owned()
+    with pytest.raises(NotFoundError):
+        owner(api, kind)
+
+
+@pytest.mark.parametrize("verb", ["create", "patch"])
+def test_a_refused_create_or_scale_is_tried_again_at_the_next_tick(verb: str) -> None:
+    kind = OwnerKind.STATEFUL_SET
+    allocator, api, scheduler = make(kind)
+    allocator.start()
+    if verb == "patch":
+        allocator.set_total_expected_executors({0: 1})
+    scheduler.run_until_idle()  # the first tick included
+    api.fail_next(verb, kind.resource, status=500, count=1)
+    allocator.set_total_expected_executors({0: 3})
+    scheduler.run_until_idle()
+    assert allocator.status()["replicas"] == ({} if verb == "create" else {0: 1})
+    scheduler.advance(1.0)
+    assert owner(api, kind)["spec"]["replicas"] == 3 and allocator.status()["replicas"] == {0: 3}
+
+
+def test_a_refused_deployment_scale_down_is_deferred_again_and_applied() -> None:
+    kind = OwnerKind.DEPLOYMENT
+    allocator, api, scheduler = make(kind)
+    allocator.start()
+    allocator.set_total_expected_executors({0: 3})
+    scheduler.run_until_idle()
+    api.fail_next("patch", kind.resource, status=500, count=1)
+    allocator.set_total_expected_executors({0: 1})
+    scheduler.advance(1.0)  # the deferred scale-down is refused
+    assert owner(api, kind)["spec"]["replicas"] == 3
+    scheduler.advance(3.0)
+    assert owner(api, kind)["spec"]["replicas"] == 1
+
+
+class TemplateClaimBuilder:
+    """A builder whose pod template mounts a claim (a pod template file can, whatever the keys say)."""
+
+    def __init__(self, inner: PodSpecBuilder) -> None:
+        self._inner = inner
+
+    def build(self, request: ExecutorPodRequest) -> ExecutorPodSpec:
+        built = self._inner.build(request)
+        volume = {"name": "data", "persistentVolumeClaim": {"claimName": "shared"}}
+        built.pod["spec"].setdefault("volumes", []).append(volume)
+        return built
+
+
+def test_a_template_the_kind_cannot_carry_fails_the_application() -> None:
+    kind = OwnerKind.DEPLOYMENT
+    sink = FailureSink()
+    template, api, scheduler = make(kind)
+    allocator = OwnerPodsAllocator(
+        OwnerSettings(kind, NS, ResourceProfile(id=0)), template.identity, api,
+        TemplateClaimBuilder(template.builder), scheduler, scheduler.clock, failures=sink,
+    )  # fmt: skip
+    allocator.start()
+    allocator.set_total_expected_executors({0: 1})
+    scheduler.advance(2.0)
+    assert sink.reason is not None and "not supported with the deployment allocator" in sink.reason
     with pytest.raises(NotFoundError):
         owner(api, kind)

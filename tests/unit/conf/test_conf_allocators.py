@@ -63,3 +63,25 @@ def test_what_only_the_direct_allocator_does_is_refused_with_the_others(
         KubernetesConf.from_spark_conf({ALLOCATOR: name, key: value})
     assert error.value.key == key
     KubernetesConf.from_spark_conf({ALLOCATOR: "direct", key: value})
+
+
+CLAIM = "spark.kubernetes.executor.volumes.persistentVolumeClaim.data"
+
+
+def claim(name: str) -> dict[str, str]:
+    return {f"{CLAIM}.mount.path": "/data", f"{CLAIM}.options.claimName": name}
+
+
+def test_the_deployment_allocator_refuses_claims_as_spark() -> None:
+    with pytest.raises(ConfigError, match="not supported with the deployment allocator") as error:
+        KubernetesConf.from_spark_conf({ALLOCATOR: "deployment", **claim("OnDemand")})
+    assert error.value.key == f"{CLAIM}.options.claimName"
+
+
+def test_the_statefulset_allocator_takes_on_demand_claims_not_ones_named_after_the_executor() -> None:
+    KubernetesConf.from_spark_conf({ALLOCATOR: "statefulset", **claim("OnDemand")})
+    KubernetesConf.from_spark_conf({ALLOCATOR: "statefulset", **claim("shared-data")})
+    with pytest.raises(ConfigError, match="set it to OnDemand") as error:
+        KubernetesConf.from_spark_conf({ALLOCATOR: "statefulset", **claim("data-SPARK_EXECUTOR_ID")})
+    assert error.value.key == f"{CLAIM}.options.claimName"
+    KubernetesConf.from_spark_conf({ALLOCATOR: "direct", **claim("data-SPARK_EXECUTOR_ID")})
