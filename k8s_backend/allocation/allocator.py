@@ -194,6 +194,19 @@ class ExecutorPodsAllocator:
         if outstanding == 0:
             self._store.notify_subscribers()
 
+    def mark_for_removal(self, executor_ids: Collection[int]) -> None:
+        """Nothing to do: the direct allocator's pods are deleted by name, no controller picks them."""
+
+    def generate_executor_id(self, pod_name: str) -> int:
+        """Refused: the direct allocator's executors get their id in their pod, none asks for one."""
+        raise ValueError(
+            f"pod {pod_name} asks for an executor id, but the direct allocator creates no EXECID pods "
+            "(only spark.kubernetes.allocation.pods.allocator=statefulset or deployment does)"
+        )
+
+    def delete_owned(self) -> None:
+        """Nothing to do: the direct allocator owns only the executor pods (deleted by the stop steps)."""
+
     # -- queries -------------------------------------------------------------------------------------
 
     def profile(self, rp_id: int) -> ResourceProfile | None:

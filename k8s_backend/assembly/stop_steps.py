@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.pods_allocator import PodsAllocator
 from k8s_backend.common import Scheduler
 from k8s_backend.common.stop_sequence import Step, StopSequence
 from k8s_backend.conf.model import KubernetesConf
@@ -75,7 +75,7 @@ def build_stop_sequence(
     app_id: str,
     api: KubernetesApi,
     sources: Sources,
-    allocator: ExecutorPodsAllocator,
+    allocator: PodsAllocator,
     operations: ExecutorOperations | None,
     scheduler: Scheduler | None,
     owns_api: bool,
@@ -145,7 +145,7 @@ def _stop_steps(
     app_id: str,
     api: KubernetesApi,
     sources: Sources,
-    allocator: ExecutorPodsAllocator,
+    allocator: PodsAllocator,
     operations: ExecutorOperations | None,
     scheduler: Scheduler | None,
     *,
@@ -202,7 +202,7 @@ def _delete_steps(
     conf: KubernetesConf,
     app_id: str,
     api: KubernetesApi,
-    allocator: ExecutorPodsAllocator,
+    allocator: PodsAllocator,
     *,
     has_config_map: bool,
     has_pod_group: bool,
@@ -232,6 +232,9 @@ def _delete_steps(
 
         steps.append(("delete the application's PVCs", delete_claims))
     if conf.lifecycle.delete_on_termination:
+        if conf.allocation.allocator != "direct":
+            # First the StatefulSets/Deployments, whose controllers would otherwise replace the pods.
+            steps.append(("delete the executor owners", allocator.delete_owned))
         steps.append(("delete the executor pods", delete(PODS, executors)))
         if has_config_map:
             delete_config_maps = delete(CONFIG_MAPS, executors)

@@ -20,6 +20,9 @@ from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 from k8s_backend.allocation.creator import PodSpecBuilder
 from k8s_backend.allocation.node_avoidance import NodeAvoider, NodeAvoidingPodBuilder
 from k8s_backend.allocation.oom_builder import OomAwarePodBuilder
+from k8s_backend.allocation.owner_allocator import OwnerPodsAllocator, OwnerSettings
+from k8s_backend.allocation.owner_objects import OwnerKind
+from k8s_backend.allocation.pods_allocator import PodsAllocator
 from k8s_backend.allocation.quota import PodDemand, QuotaGate, demand_from
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
 from k8s_backend.assembly.application import Application, check_identity, plan_application
@@ -454,13 +457,14 @@ def _autoscaler_hints(
         runtime.driver,
         namespace=conf.namespace,
         interval=lifecycle.autoscaler_hints_interval,
-        deletion_cost=lifecycle.autoscaler_hints_cost,
+        # The Deployment allocator picks the pods to scale down by their pod-deletion-cost: it owns it.
+        deletion_cost=None if conf.allocation.allocator == "deployment" else lifecycle.autoscaler_hints_cost,
     )
 
 
 def _roller(
     runtime: Runtime,
-    allocator: ExecutorPodsAllocator,
+    allocator: PodsAllocator,
     disruptions: DisruptionWatcher | None,
     events: ExecutorEvents,
     operations: ExecutorOperations,
@@ -490,7 +494,9 @@ def _allocator(
     failures: FailureSink,
     disruptions: DisruptionWatcher | None,
     booster: OomBooster | None,
-) -> ExecutorPodsAllocator:
+) -> PodsAllocator:
+    if app.conf.allocation.allocator != "direct":
+        return _owner_allocator(app, runtime, failures)
     metrics = runtime.monitoring
     builder: PodSpecBuilder = (
         app.builder if booster is None else OomAwarePodBuilder(app.builder, booster, app.conf.executor)
@@ -523,6 +529,24 @@ def _allocator(
             allocator.profile(rp_id) or default, app.conf.executor
         )
     return allocator
+
+
+def _owner_allocator(app: Application, runtime: Runtime, failures: FailureSink) -> OwnerPodsAllocator:
+    """The statefulset or deployment allocator (the conf refused what only the direct one does)."""
+    conf = app.conf
+    settings = OwnerSettings(
+        OwnerKind(conf.allocation.allocator),
+        conf.namespace,
+        conf.executor.default_profile,
+        interval=conf.allocation.batch_delay,
+        deletion_cost=conf.allocation.pod_deletion_cost,
+        # A driver answers the executors' GenerateExecID (through generate_executor_id); without
+        # one, nothing asks, and the allocator labels the pods itself.
+        name_executors=runtime.driver is None,
+    )
+    return OwnerPodsAllocator(
+        settings, app.identity, runtime.api, app.builder, runtime.scheduler, runtime.clock, failures=failures
+    )
 
 
 def _quota_gate(app: Application, runtime: Runtime, booster: OomBooster | None) -> QuotaGate | None:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from k8s_backend.allocation.allocator import ExecutorPodsAllocator
+from k8s_backend.allocation.pods_allocator import PodsAllocator
 from k8s_backend.backend.state import ACCEPTS_REQUESTS, BACKEND_TRANSITIONS, BackendState
 from k8s_backend.common import Clock
 from k8s_backend.common.failure_sink import FAILURE_RECORD, FailureSink
@@ -62,7 +62,7 @@ class BackendParts:
     store: ExecutorPodsSnapshotsStore
     watch_source: WatchSource
     polling_source: ExecutorPodsPollingSnapshotSource
-    allocator: ExecutorPodsAllocator
+    allocator: PodsAllocator
     lifecycle: ExecutorPodsLifecycleManager
     operations: ExecutorOperations
     monitor: ExecutorMonitor
@@ -142,7 +142,7 @@ class SchedulerBackendHooks:
         return self.parts.polling_source
 
     @property
-    def allocator(self) -> ExecutorPodsAllocator:
+    def allocator(self) -> PodsAllocator:
         return self.parts.allocator
 
     @property
@@ -283,6 +283,7 @@ class SchedulerBackendHooks:
         """Remove executors: label them, tell the driver, force-delete them after the grace period."""
         self._require("kill_executors", ACCEPTS_REQUESTS | {BackendState.FAILED})
         self.parts.events.killed(executor_ids)
+        self.parts.allocator.mark_for_removal([int(i) for i in executor_ids if i.isdigit()])
         self.parts.operations.kill(list(executor_ids))
         return True
 
@@ -292,6 +293,10 @@ class SchedulerBackendHooks:
         self.parts.events.decommissioning(executor_ids)
         self.parts.operations.label_decommissioning(list(executor_ids))
         return True
+
+    def generate_executor_id(self, pod_name: str) -> int:
+        """Spark's GenerateExecID, for an executor whose id is EXECID (statefulset/deployment allocators)."""
+        return self.parts.allocator.generate_executor_id(pod_name)
 
     def is_executor_excluded(self, executor_id: str) -> bool:
         """Refuse registration from executors the allocator already deleted as excess."""

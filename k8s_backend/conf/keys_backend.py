@@ -27,14 +27,28 @@ ALLOCATION_KEYS: tuple[Key, ...] = (
         "spark.kubernetes.allocation.pods.allocator",
         Kind.STRING,
         "direct",
-        "Pods allocator. Only `direct` (Spark's ExecutorPodsAllocator) is supported.",
+        "Pods allocator: `direct` (Spark's ExecutorPodsAllocator: the backend creates each executor pod), "
+        "`statefulset` (a StatefulSet `spark-s-<appId>-<rpId>` per resource profile) or `deployment` (a "
+        "Deployment `spark-d-<appId>-<rpId>`), whose controllers create the pods. The last two need a "
+        "control plane with kube-controller-manager (not `pyk8s://local`).",
         field="allocation.allocator",
         check=one_of(
             "direct",
-            accepted="only `direct` is supported by k8s_backend (Spark's `statefulset` and `deployment` "
-            "allocators and custom AbstractPodsAllocator classes are not); remove the key or set it to "
-            "direct",
+            "statefulset",
+            "deployment",
+            accepted="must be direct, statefulset or deployment (custom AbstractPodsAllocator classes are "
+            "not supported by k8s_backend)",
         ),
+    ),
+    Key(
+        "spark.kubernetes.executor.podDeletionCost",
+        Kind.INT,
+        None,
+        "`controller.kubernetes.io/pod-deletion-cost` given to the pods of the executors Spark removes, "
+        "so that the ReplicaSet controller removes those first (deployment allocator only; required "
+        "with dynamic allocation). The other pods keep the template's `0`.",
+        field="allocation.pod_deletion_cost",
+        custom=True,  # checked against the allocator and dynamic allocation
     ),
     Key(
         "spark.kubernetes.allocation.batch.size",

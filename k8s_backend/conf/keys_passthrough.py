@@ -263,12 +263,6 @@ UNSUPPORTED_KEYS: tuple[Key, ...] = (
         None,
         _refused("spark.kubernetes.allocation.recoveryMode.enabled"),
     ),
-    _spark(
-        "spark.kubernetes.executor.podDeletionCost",
-        Kind.INT,
-        None,
-        _refused("spark.kubernetes.executor.podDeletionCost"),
-    ),
 )
 
 # Keys of k8s_backend itself (or Spark keys) read by other modules through ``KubernetesConf.get``.

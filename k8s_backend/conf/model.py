@@ -90,7 +90,8 @@ class VolumeSpec:
 class AllocationConf:
     """``spark.kubernetes.allocation.*``."""
 
-    allocator: str = "direct"
+    allocator: str = "direct"  # direct | statefulset | deployment
+    pod_deletion_cost: int | None = None  # spark.kubernetes.executor.podDeletionCost (deployment only)
     batch_size: int = 20
     batch_delay: float = 1.0
     max_pending_pods: int = 2**31 - 1

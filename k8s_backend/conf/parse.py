@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from typing import Any
 
@@ -32,6 +32,7 @@ from k8s_backend.conf.model import (
     SnapshotsConf,
 )
 from k8s_backend.conf.parse_roll import check_roll
+from k8s_backend.conf.parse_volumes import EXECUTOR_ID_PLACEHOLDER as PVC_EXECUTOR_ID_PLACEHOLDER
 from k8s_backend.conf.parse_volumes import parse_volumes
 from k8s_backend.conf.refused import check_refused
 from k8s_backend.conf.spec import Use
@@ -75,6 +76,7 @@ def parse_spark_conf(conf: object) -> KubernetesConf:
     _check_task_cpus(reader, values)
     _check_cpu_limit(reader, values)
     check_roll(props, values)
+    values.update(_allocator(reader, values))
     return _assemble(values, props)
 
 
@@ -317,6 +319,83 @@ def _check_pending_pods(reader: Reader, values: Mapping[str, Any]) -> None:
             key=name,
             value=per_rp,
         )
+
+
+def _allocator(reader: Reader, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The deployment allocator's deletion cost, checked against the allocator (as Spark)."""
+    cost_key = "spark.kubernetes.executor.podDeletionCost"
+    allocator_key = "spark.kubernetes.allocation.pods.allocator"
+    allocator: str = values["allocation.allocator"]
+    cost: int | None = reader.value(cost_key)
+    if cost is not None and allocator != "deployment":
+        raise ConfigError(
+            f"{cost_key}={cost} acts only with {allocator_key}=deployment (it is {allocator}): remove the "
+            f"key or set {allocator_key}=deployment",
+            key=cost_key,
+            value=cost,
+        )
+    # As Spark: without a cost, the ReplicaSet controller would pick the executors to remove by itself.
+    if allocator == "deployment" and values["scaling.dynamic_allocation"] and cost is None:
+        raise ConfigError(
+            f"{allocator_key}=deployment with dynamic allocation needs {cost_key}: set it to the deletion "
+            "cost of the pods Spark removes (lower than the others' 0, e.g. -100)",
+            key=cost_key,
+            value=None,
+        )
+    _check_direct_only(reader, values)
+    _check_owner_claims(allocator, values.get("executor.volumes") or ())
+    return {"allocation.pod_deletion_cost": cost}
+
+
+def _check_owner_claims(allocator: str, volumes: Iterable[Any]) -> None:
+    """Claims the controller-made pods cannot have: none with a Deployment (as Spark); with a StatefulSet,
+    none named after the executor id (the one template has no id: use OnDemand claim templates)."""
+    prefix = "spark.kubernetes.executor.volumes.persistentVolumeClaim"
+    for volume in volumes:
+        if volume.type != "persistentVolumeClaim":
+            continue
+        key = f"{prefix}.{volume.name}.options.claimName"
+        if allocator == "deployment":
+            raise ConfigError(
+                "PersistentVolumeClaims are not supported with the deployment allocator (as in Spark): "
+                f"remove the {prefix}.{volume.name}.* keys or set "
+                "spark.kubernetes.allocation.pods.allocator=statefulset",
+                key=key,
+                value=volume.claim_name,
+            )
+        if allocator == "statefulset" and PVC_EXECUTOR_ID_PLACEHOLDER in volume.claim_name:
+            raise ConfigError(
+                f"{key}={volume.claim_name} names the claim after the executor id, which the statefulset "
+                "allocator's pod template does not have: set it to OnDemand (a volume claim template, one "
+                "claim per pod) or use the direct allocator",
+                key=key,
+                value=volume.claim_name,
+            )
+
+
+_DIRECT_ONLY = (
+    ("lifecycle.quota_aware", "spark.kubernetes.allocation.quotaAware", lambda v: bool(v)),
+    ("lifecycle.node_failure_threshold", "spark.kubernetes.executor.nodeFailures.threshold", lambda v: v > 0),
+    ("lifecycle.oom_overhead_factor", "spark.kubernetes.executor.oom.overheadFactor", lambda v: v > 1.0),
+)
+
+
+def _check_direct_only(reader: Reader, values: Mapping[str, Any]) -> None:
+    """Refuse what only the direct allocator does (each pod is built by the backend) with the others,
+    when set (quotaAware is on by default, and is then simply not for them)."""
+    allocator: str = values["allocation.allocator"]
+    if allocator == "direct":
+        return
+    for field, key, acts in _DIRECT_ONLY:
+        value = values.get(field)
+        if reader.is_set(key) and value is not None and acts(value):
+            raise ConfigError(
+                f"{key}={value} acts only with the direct allocator (the backend builds each executor pod), "
+                f"not with spark.kubernetes.allocation.pods.allocator={allocator}, whose controller makes "
+                "the pods from one template: remove the key or use the direct allocator",
+                key=key,
+                value=value,
+            )
 
 
 def _check_task_cpus(reader: Reader, values: Mapping[str, Any]) -> None:

@@ -45,11 +45,6 @@ REFUSED: tuple[Refusal, ...] = (
         "spark.kubernetes.allocation.recoveryMode.enabled",
         "Spark 4.2's recovery-mode executors are not implemented by k8s_backend; remove the key",
     ),
-    Refusal(
-        "spark.kubernetes.executor.podDeletionCost",
-        "only Spark's deployment allocator reads it, and k8s_backend supports the direct allocator only; "
-        "remove the key",
-    ),
     Refusal("spark.kubernetes.kerberos.dt-secret-name", _KERBEROS),
     Refusal("spark.kubernetes.kerberos.dt-secret-key", _KERBEROS),
     Refusal(

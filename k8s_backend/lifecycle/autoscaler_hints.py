@@ -58,11 +58,16 @@ class HintChange:
     why: str
 
 
-def hint_annotations(protect: bool, deletion_cost: int) -> dict[str, str | None]:
-    """The metadata.annotations of a merge patch: set all three, or remove them (``None``)."""
+def hint_annotations(protect: bool, deletion_cost: int | None) -> dict[str, str | None]:
+    """The metadata.annotations of a merge patch: set the hints, or remove them (``None``). Without a
+    ``deletion_cost`` the pod-deletion-cost is not touched (the Deployment allocator owns it)."""
     if not protect:
-        return {SAFE_TO_EVICT: None, DO_NOT_DISRUPT: None, DELETION_COST: None}
-    return {SAFE_TO_EVICT: "false", DO_NOT_DISRUPT: "true", DELETION_COST: str(deletion_cost)}
+        patch: dict[str, str | None] = {SAFE_TO_EVICT: None, DO_NOT_DISRUPT: None, DELETION_COST: None}
+    else:
+        patch = {SAFE_TO_EVICT: "false", DO_NOT_DISRUPT: "true", DELETION_COST: str(deletion_cost)}
+    if deletion_cost is None:
+        del patch[DELETION_COST]
+    return patch
 
 
 def is_annotated(state: ExecutorPodState) -> bool:

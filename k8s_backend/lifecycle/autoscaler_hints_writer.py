@@ -32,7 +32,7 @@ class AutoscalerHintsWriter:
         *,
         namespace: str,
         interval: float,
-        deletion_cost: int,
+        deletion_cost: int | None,
         max_patches: int = 50,
     ) -> None:
         self._api = api

@@ -160,7 +160,9 @@ class ExecutorPodBuilder:
 
     def build(self, request: ExecutorPodRequest) -> ExecutorPodSpec:
         """The pod for one executor, ready to create, and the claims to create with it."""
-        pod_name = executor_pod_name(request.pod_name_prefix, request.executor_id)
+        # A StatefulSet/Deployment template's id is EXECID; its name only has to be valid (the
+        # controller names the pods), hence lower case.
+        pod_name = executor_pod_name(request.pod_name_prefix, str(request.executor_id).lower())
         check_executor_names(pod_name, executor_hostname(pod_name))
         ctx = StepContext(conf=self._conf, request=request, pod_name=pod_name)
         spark_pod = self._template.spark_pod()

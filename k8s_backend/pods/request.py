@@ -19,7 +19,7 @@ class ExecutorPodRequest:
     without it, a needed secret is written into the pod's environment as Spark does.
     """
 
-    executor_id: int
+    executor_id: int | str  # str only for UNRESOLVED_EXECUTOR_ID, the StatefulSet/Deployment template
     app_id: str
     driver_url: str
     pod_name_prefix: str

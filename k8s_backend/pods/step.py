@@ -52,7 +52,7 @@ class StepContext:
     pod_name: str
 
     @property
-    def executor_id(self) -> int:
+    def executor_id(self) -> int | str:
         return self.request.executor_id
 
     @property

@@ -4,7 +4,8 @@
 ``io.k8sbackend.bridge.PythonBackend`` through Py4J). Spark calls several hooks while it holds its
 scheduler and backend locks, and a callback that waited on the JVM could deadlock; so every hook that
 asks for work queues it on the bridge's own thread and returns at once, in order. Questions
-(``isExecutorExcluded``, ``sufficientResourcesRegistered``, ``applicationId``) are answered directly and
+(``isExecutorExcluded``, ``sufficientResourcesRegistered``, ``applicationId``, ``generateExecId``) are
+answered directly and
 never with ``None``: a Python error becomes a logged, safe answer.
 
 :class:`JvmDriverEndpoint` is what the backend calls: the
@@ -52,6 +53,8 @@ class BackendHooks(Protocol):
     def is_executor_excluded(self, executor_id: str) -> bool: ...
 
     def sufficient_resources_registered(self) -> bool: ...
+
+    def generate_executor_id(self, pod_name: str) -> int: ...
 
 
 class JvmDriverEndpoint:
@@ -225,6 +228,14 @@ class PythonBackendCallbacks:
 
     def applicationId(self) -> str:
         return self._app_id
+
+    def generateExecId(self, pod_name: str) -> int:
+        """Spark's GenerateExecID for a statefulset/deployment executor; 0 (refused) on any error."""
+        try:
+            return int(self.backend.generate_executor_id(pod_name))
+        except Exception:
+            log.exception("generate_executor_id(%s) failed; the executor gets no id", pod_name)
+            return 0
 
     # -- internals ---------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ job, /proc probes and Spark's status store; the pods are watched over the real A
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -37,7 +38,8 @@ from real_backend_support import (
     wait_until,
 )
 
-from k8s_backend.kube.port import PODS, ApiError, KubernetesApi
+from k8s_backend.allocation.owner_objects import DEPLOYMENTS, STATEFUL_SETS
+from k8s_backend.kube.port import PODS, ApiError, KubernetesApi, NotFoundError
 
 Obj = dict[str, Any]
 
@@ -328,10 +330,65 @@ SPARK_JVM_BACKEND_CONF = {
 }
 
 
+def owner_allocator_scenario(kind: str, out: Path, cluster: Mapping[str, Any]) -> None:
+    """k8s_backend's statefulset or deployment allocator behind PySpark: the controller makes the
+    executor pods, each executor gets its id through GenerateExecID, a job gives the right answer,
+    dynamic allocation scales up under held tasks and back down when idle, stop deletes the owner."""
+    from k8s_backend.spark import session
+
+    report = Report(out)
+    conf = {k: v for k, v in cluster["conf"].items() if k != "spark.master"}
+    conf.update(BASE_CONF)
+    conf.update(DYNAMIC_CONF)
+    conf.update(
+        {"spark.dynamicAllocation.maxExecutors": "2", "spark.kubernetes.allocation.pods.allocator": kind}
+    )
+    if kind == "deployment":
+        conf["spark.kubernetes.executor.podDeletionCost"] = "-100"
+    api = cluster_api(cluster)
+    watcher = PodWatcher(api)
+    spark = session(cluster["master"], conf, f"real-cp-{kind}")
+    app_id = spark.sparkContext.applicationId
+    resource = STATEFUL_SETS if kind == "statefulset" else DEPLOYMENTS
+    owner = f"spark-{kind[0]}-{app_id}-0"
+    report.step("started", app_id=app_id, owner=api.get(resource, "default", owner)["spec"])
+    job = GatedJob(spark, out.with_suffix(".gate")).start()
+    try:
+        scaled = watcher.wait_for(lambda w: sum(1 for v in w.live() if v["phase"] == "Running") >= 2)
+        busy = wait_until(lambda: sum(1 for n in active_tasks(spark).values() if n > 0) >= 2)
+        report.step("scaled_up", scaled_up=scaled, all_busy=busy, pods_after_scale_up=watcher.views(),
+                    spark_executors=active_tasks(spark))  # fmt: skip
+        result = job.release()
+        report.step("job_done", job_result=result, expected_sum=job.expected)
+        idle = watcher.wait_for(lambda w: len(w.live()) == 1)
+        spark_side = wait_until(lambda: len(active_tasks(spark)) == 1)
+        report.step(
+            "scaled_down", scaled_down=idle, pods_after_idle=watcher.views(), spark_saw_one=spark_side,
+            spark_executors_after_idle=active_tasks(spark),
+            replicas_after_idle=api.get(resource, "default", owner)["spec"]["replicas"],
+        )  # fmt: skip
+        total = spark.sparkContext.parallelize(range(1000), 4).sum()
+        report.step("second_job", second_sum=total)
+    finally:
+        job.release(0)
+        spark.stop()
+    gone = watcher.wait_for(lambda w: all(v["deleted"] for v in w.views()), timeout=120)
+    watcher.close()
+    try:
+        api.get(resource, "default", owner)
+        owner_left = True
+    except NotFoundError:
+        owner_left = False
+    report.step("stopped", all_deleted=gone, owner_left=owner_left, final_pods=watcher.views(),
+                max_live_pods=watcher.max_live)  # fmt: skip
+
+
 SCENARIOS: dict[str, Callable[[Path, Mapping[str, Any]], None]] = {
     "dynamic": dynamic_allocation_scenario,
     "drain-on": lambda out, cluster: drain_scenario(out, cluster, on=True),
     "drain-off": lambda out, cluster: drain_scenario(out, cluster, on=False),
+    "statefulset": functools.partial(owner_allocator_scenario, "statefulset"),
+    "deployment": functools.partial(owner_allocator_scenario, "deployment"),
 }
 
 

@@ -41,7 +41,6 @@ def test_the_refused_list_covers_the_issue_s_silent_keys() -> None:
     for name in (
         "spark.kubernetes.executor.resizeInterval",
         "spark.kubernetes.executor.pvc.resizeFactor",
-        "spark.kubernetes.executor.podDeletionCost",
         "spark.kubernetes.allocation.recoveryMode.enabled",
         "spark.kubernetes.kerberos.dt-secret-name",
         "spark.kubernetes.kerberos.dt-secret-key",
@@ -58,10 +57,3 @@ def test_spark_plugins_that_do_not_act_under_pyk8s_are_refused(plugin: str) -> N
 
 def test_other_plugins_pass() -> None:
     KubernetesConf.from_spark_conf({"spark.plugins": "com.example.MyPlugin"})
-
-
-def test_the_allocators_spark_has_and_k8s_backend_lacks_are_refused() -> None:
-    for allocator in ("statefulset", "deployment"):
-        with pytest.raises(ConfigError) as error:
-            KubernetesConf.from_spark_conf({"spark.kubernetes.allocation.pods.allocator": allocator})
-        assert error.value.key == "spark.kubernetes.allocation.pods.allocator"

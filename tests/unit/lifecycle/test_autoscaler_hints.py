@@ -76,6 +76,9 @@ def test_the_limit_keeps_protections_first_then_executor_order() -> None:
 def test_the_patch_sets_or_removes_all_three_annotations() -> None:
     assert hint_annotations(True, 7) == {SAFE_TO_EVICT: "false", DO_NOT_DISRUPT: "true", DELETION_COST: "7"}
     assert hint_annotations(False, 7) == {SAFE_TO_EVICT: None, DO_NOT_DISRUPT: None, DELETION_COST: None}
+    # With the Deployment allocator, which scales down by pod-deletion-cost, the hints leave it alone.
+    assert hint_annotations(True, None) == {SAFE_TO_EVICT: "false", DO_NOT_DISRUPT: "true"}
+    assert hint_annotations(False, None) == {SAFE_TO_EVICT: None, DO_NOT_DISRUPT: None}
 
 
 class Driver:

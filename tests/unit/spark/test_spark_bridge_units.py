@@ -76,6 +76,10 @@ class RecordingBackend:
         self._record("sufficient")
         return True
 
+    def generate_executor_id(self, pod_name: str) -> int:
+        self._record("generate", pod_name)
+        return 42
+
 
 def profile_json(profile_id: int, **extra: Any) -> dict[str, Any]:
     desc: dict[str, Any] = {
@@ -140,13 +144,15 @@ class TestCallbacks:
         assert callbacks.isExecutorExcluded("8", "host") is False
         assert callbacks.sufficientResourcesRegistered() is True
         assert callbacks.applicationId() == "spark-app"
+        assert callbacks.generateExecId("app-exec-0") == 42
 
     def test_a_failing_question_gets_a_safe_boolean_never_none(
         self, backend: RecordingBackend, callbacks: PythonBackendCallbacks
     ) -> None:
-        backend.fail = {"excluded", "sufficient"}
+        backend.fail = {"excluded", "sufficient", "generate"}
         assert callbacks.isExecutorExcluded("1", "h") is False
         assert callbacks.sufficientResourcesRegistered() is False
+        assert callbacks.generateExecId("p") == 0  # the JVM answers the executor with a failure
 
     def test_a_failing_hook_does_not_stop_the_ones_queued_after_it(
         self, backend: RecordingBackend, callbacks: PythonBackendCallbacks
@@ -310,7 +316,9 @@ class TestMasterUrls:
     def test_what_the_backend_reads(self) -> None:
         assert parse_master("pyk8s://https://h:6443").backend_master() == "k8s://https://h:6443"
         assert parse_master("pyk8s://").backend_master() is None
-        assert parse_master("pyk8s://local").backend_master("http://127.0.0.1:9") == "k8s://http://127.0.0.1:9"
+        assert (
+            parse_master("pyk8s://local").backend_master("http://127.0.0.1:9") == "k8s://http://127.0.0.1:9"
+        )
 
     @pytest.mark.parametrize("url", ["k8s://https://h:1", "pyk8s://ftp://h", "pyk8s://https://h:99999"])
     def test_bad_urls_name_the_key_value_and_forms(self, url: str) -> None:

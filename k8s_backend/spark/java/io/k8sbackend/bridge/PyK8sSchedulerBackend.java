@@ -10,7 +10,9 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.executor.ExecutorMetrics;
 import org.apache.spark.resource.ResourceProfile;
+import org.apache.spark.SparkException;
 import org.apache.spark.rpc.RpcAddress;
+import org.apache.spark.rpc.RpcCallContext;
 import org.apache.spark.rpc.RpcEndpointAddress;
 import org.apache.spark.scheduler.ExecutorDecommission;
 import org.apache.spark.scheduler.ExecutorDecommissionInfo;
@@ -20,14 +22,19 @@ import org.apache.spark.scheduler.ExecutorLossReason;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
 import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
 import org.apache.spark.status.api.v1.ExecutorSummary;
+import org.apache.spark.scheduler.cluster.k8s.GenerateExecID;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import scala.Function1;
 import scala.Option;
+import scala.PartialFunction;
 import scala.Tuple2;
 import scala.concurrent.Future;
 import scala.concurrent.Future$;
 import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractPartialFunction;
+import scala.runtime.BoxedUnit;
 
 /**
  * A CoarseGrainedSchedulerBackend whose cluster-manager side lives in Python.
@@ -395,6 +402,39 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
         return Json.object(out);
     }
 
+    /**
+     * Answers an executor's GenerateExecID (its id is EXECID: statefulset and deployment allocators) with
+     * an id from Python, as a string like Spark's driver; Python labels the pod {@code spark-exec-id=<id>}.
+     */
+    final class GenerateExecIdReply extends AbstractPartialFunction<Object, BoxedUnit> {
+        private final RpcCallContext context;
+
+        GenerateExecIdReply(RpcCallContext context) {
+            this.context = context;
+        }
+
+        @Override
+        public boolean isDefinedAt(Object message) {
+            return message instanceof GenerateExecID;
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public <A1, B1> B1 applyOrElse(A1 message, Function1<A1, B1> fallback) {
+            if (!(message instanceof GenerateExecID)) {
+                return fallback.apply(message);
+            }
+            String podName = ((GenerateExecID) message).podName();
+            Integer id = ask("generateExecId", () -> python.generateExecId(podName));
+            if (id == null || id <= 0) {
+                context.sendFailure(new SparkException("k8s_backend could not give an executor id to pod " + podName));
+            } else {
+                context.reply(Integer.toString(id));
+            }
+            return (B1) BoxedUnit.UNIT;
+        }
+    }
+
     private static String driverUrl(SparkConf conf) {
         // The driver's RpcEnv is up by now, so spark.driver.host and spark.driver.port are set.
         return RpcEndpointAddress.apply(conf.get("spark.driver.host"), conf.getInt("spark.driver.port", 0),
@@ -406,6 +446,12 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
      * reason Python derives from the pod (exit code and explanation) is the one Spark records.
      */
     final class BridgeDriverEndpoint extends CoarseGrainedSchedulerBackend.DriverEndpoint {
+        /** Like Spark's KubernetesDriverEndpoint: GenerateExecID first, then the superclass's messages. */
+        @Override
+        public PartialFunction<Object, BoxedUnit> receiveAndReply(RpcCallContext context) {
+            return new GenerateExecIdReply(context).orElse(super.receiveAndReply(context));
+        }
+
         @Override
         public void onDisconnected(RpcAddress remoteAddress) {
             Option<String> found = addressToExecutorId().get(remoteAddress);

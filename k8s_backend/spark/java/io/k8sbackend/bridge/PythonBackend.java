@@ -35,4 +35,11 @@ public interface PythonBackend {
 
     /** The application id (answered at once). */
     String applicationId();
+
+    /**
+     * Spark's GenerateExecID: a new executor id for the executor of pod {@code podName}, whose id is
+     * {@code EXECID} (statefulset and deployment allocators), answered at once; Python labels the pod
+     * with it. 0 or less: no id can be given.
+     */
+    int generateExecId(String podName);
 }
