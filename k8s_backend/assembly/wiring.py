@@ -285,7 +285,6 @@ def _parts(
         driver=runtime.driver,
     )
     disruptions = _disruptions(app.conf, runtime, store, events, operations)
-    hints = _autoscaler_hints(app.conf, runtime, store)
     allocator = _allocator(app, runtime, store, lifecycle, events, failures, disruptions, booster)
     roller = _roller(runtime, allocator, disruptions, events, operations)
     stop_sequence = build_stop_sequence(
@@ -319,7 +318,7 @@ def _parts(
         stop_sequence=stop_sequence,
         registered_executors=functools.partial(registered_executor_count, runtime.driver, store),
         disruptions=disruptions,
-        autoscaler_hints=hints,
+        autoscaler_hints=_autoscaler_hints(app.conf, runtime, store),
         roller=roller,
     )
     if monitoring is not None:
