@@ -24,6 +24,7 @@ has no Kerberos step, the executors get no Kerberos mounts (the driver sends the
 from __future__ import annotations
 
 import base64
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -107,6 +108,26 @@ def local_file(key: str, value: str) -> Path:
     return path
 
 
+log = logging.getLogger(__name__)
+
+_WARNED: set[str] = set()
+
+
+def _warn_no_tokens(krb5: str) -> None:
+    # Once per krb5 source: cluster mode builds the steps more than once for one submission.
+    if krb5 in _WARNED:
+        return
+    _WARNED.add(krb5)
+    log.warning(
+        "Kerberos: krb5.conf is mounted on the driver, but neither a keytab (%s) nor a delegation-token "
+        "Secret (%s) is given. Spark's own submit would obtain delegation tokens from the submitter's "
+        "Kerberos ticket; k8s-backend submit does not, so the driver starts without Hadoop delegation "
+        "tokens. Give one of the two keys if the application reads secured Hadoop services.",
+        KEYTAB_KEY,
+        TOKEN_SECRET_NAME_KEY,
+    )
+
+
 class DriverKerberosStep:
     """Mount krb5.conf, the keytab or the delegation-token Secret on the driver (see the module)."""
 
@@ -119,6 +140,8 @@ class DriverKerberosStep:
         self._keytab = keytab if keytab and not keytab.startswith("local:") else None
         self._token_secret = properties.get(TOKEN_SECRET_NAME_KEY) or None
         self._token_item = properties.get(TOKEN_SECRET_ITEM_KEY, "")
+        if (self._krb5_path or self._krb5_map) and not (keytab or self._token_secret):
+            _warn_no_tokens(self._krb5_path or self._krb5_map or "")
 
     def configure_pod(self, pod: SparkPod, ctx: DriverContext) -> SparkPod:
         if not (self._krb5_path or self._krb5_map or self._keytab or self._token_secret):

@@ -228,3 +228,17 @@ def test_the_kerberos_keys_are_accepted_by_the_conf_and_spark_2_4_s_internal_one
     with pytest.raises(ConfigError, match="Spark 2.4") as error:
         KubernetesConf.from_spark_conf({f"{K}dt-secret-name": "x"})
     assert error.value.key == f"{K}dt-secret-name"
+
+
+def test_krb5_conf_without_keytab_or_token_secret_warns_once_that_no_tokens_are_obtained(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    props = {"spark.kubernetes.kerberos.krb5.configMapName": "krb5-no-tokens"}
+    with caplog.at_level("WARNING", logger="k8s_backend.pods.driver.kerberos"):
+        DriverKerberosStep(props)
+        DriverKerberosStep(props)  # cluster mode builds the steps twice: one warning
+        DriverKerberosStep({**props, "spark.kubernetes.kerberos.tokenSecret.name": "t",
+                            "spark.kubernetes.kerberos.tokenSecret.itemKey": "k"})  # fmt: skip
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1, warnings
+    assert "spark.kerberos.keytab" in warnings[0] and "without Hadoop delegation tokens" in warnings[0]
