@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -47,9 +47,13 @@ pytestmark = [pytest.mark.real, pytest.mark.timeout(900)]
 _T = TypeVar("_T")
 
 # An executor that outlives SIGTERM for its grace period, as a decommissioning JVM does while its
-# blocks migrate: the evicted pod is seen terminating, with its DisruptionTarget condition.
+# blocks migrate: the evicted pod is seen terminating, with its DisruptionTarget condition. It says when
+# it ignores SIGTERM (a file named after its pod in $READY_DIR): a loaded machine can take seconds to start
+# Python, and a SIGTERM before that line would end it at once.
 STUBBORN = (
-    "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    time.sleep(1)\n"
+    "import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "open(os.path.join(os.environ['READY_DIR'], os.environ['SPARK_EXECUTOR_POD_NAME']), 'w').close()\n"
+    "while True:\n    time.sleep(1)\n"
 )
 
 
@@ -86,13 +90,21 @@ def cluster(binaries: ControlPlaneBinaries) -> Iterator[LocalCluster]:
         yield local
 
 
+def stubborn_ready(template: Path, pods: Iterable[str]) -> bool:
+    """Each of these executor processes ignores SIGTERM by now (see STUBBORN)."""
+    return all((template.parent / "ready" / name).exists() for name in pods)
+
+
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("templates") / "executor-template.yaml"
-    spec = {
-        "terminationGracePeriodSeconds": 5,
-        "containers": [{"name": "spark-kubernetes-executor", "command": [sys.executable, "-c", STUBBORN]}],
+    (path.parent / "ready").mkdir()
+    container = {
+        "name": "spark-kubernetes-executor",
+        "command": [sys.executable, "-c", STUBBORN],
+        "env": [{"name": "READY_DIR", "value": str(path.parent / "ready")}],
     }
+    spec = {"terminationGracePeriodSeconds": 5, "containers": [container]}
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "spec": spec}), encoding="utf-8")
     return path
 
@@ -139,8 +151,10 @@ def drain(cluster: LocalCluster, app: str, template: Path, *, on: bool) -> dict[
             )
             until(lambda: running(api, app, 4 + len(drained)), "replacements Running before any eviction")
         replaced_before_eviction = len(executors(api, app)) - 4
-        for executor_id in drained:
-            evict(api, pods[executor_id]["metadata"]["name"])
+        names = [pods[executor_id]["metadata"]["name"] for executor_id in drained]
+        until(lambda: stubborn_ready(template, names), "the drained executors ignoring SIGTERM")
+        for name in names:
+            evict(api, name)
         until(
             lambda: running(api, app, 4) and not set(drained) & set(executors(api, app)),
             "the drained executors gone and 4 executors Running",
@@ -187,7 +201,9 @@ def test_an_eviction_alone_is_noticed_by_its_disruption_target_condition(
     backend.start()
     try:
         until(lambda: running(api, app, 2), "2 executors Running")
-        evict(api, executors(api, app)["1"]["metadata"]["name"])
+        victim = executors(api, app)["1"]["metadata"]["name"]
+        until(lambda: stubborn_ready(template, [victim]), "the executor ignoring SIGTERM")
+        evict(api, victim)
         until(lambda: driver.decommissioned, "the evicted executor decommissioned")
         assert driver.decommissioned[0][0] == "1"
         assert "DisruptionTarget (EvictionByEvictionAPI" in driver.decommissioned[0][1]
