@@ -58,6 +58,14 @@ def kwok_dir() -> Path:
     return cache_root().parent / "kwok" / KWOK_VERSION
 
 
+def reports_version(binary: Path) -> bool:
+    """The binary is there and says it is :data:`KWOK_VERSION` (``kwok version v0.8.0 go1.26.8 ...``)."""
+    if not os.access(binary, os.X_OK):
+        return False
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=False).stdout
+    return f"version {KWOK_VERSION} " in out
+
+
 def ensure_kwok() -> tuple[Path, Path]:
     """The cached KWOK binary and its stage configuration, built / assembled first when missing."""
     directory = kwok_dir()
@@ -65,7 +73,7 @@ def ensure_kwok() -> tuple[Path, Path]:
     binary, stages = directory / "kwok", directory / "stages.yaml"
     go = None
     env = {**os.environ, "GOBIN": str(directory), "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -buildvcs=false"}
-    if not os.access(binary, os.X_OK):
+    if not reports_version(binary):
         go = find_go()
         started = time.monotonic()
         print(f"building kwok {KWOK_VERSION} into {directory} (about a minute warm)", flush=True)
