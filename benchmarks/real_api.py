@@ -48,6 +48,7 @@ SIDES: dict[str, tuple[bool, dict[str, str]]] = {
     "k8s_backend, defaults": (True, {}),
     "k8s_backend, adaptive": (True, {"spark.kubernetes.allocation.batch.adaptive": "true"}),
 }
+SHORT = dict(zip(("spark-defaults", "spark-batch100", "ours-defaults", "ours-adaptive"), SIDES, strict=True))
 BARE = "bare client"
 RUNNING = "first create -> all Running (s)"
 PODS_PATH = "/api/v1/namespaces/default/pods"
@@ -286,7 +287,7 @@ def load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -294,11 +295,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="repetitions (default 2)")
     parser.add_argument("--streams", type=int, nargs="+", default=[4, 8, 16], help="bare client streams")
     parser.add_argument("--nodes", type=int, default=4, help="KWOK nodes (default 4)")
-    parser.add_argument("--only", nargs="+", choices=list(SIDES), help="drivers to run (default: all)")
-    args = parser.parse_args()
+    parser.add_argument("--only", nargs="+", choices=list(SHORT), help="drivers to run (default: all)")
+    args = parser.parse_args(argv)
     if args.only:
-        for side in list(SIDES):
-            if side not in args.only:
+        for short, side in SHORT.items():
+            if short not in args.only:
                 del SIDES[side]
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     print(f"load at start: {load()}", flush=True)
