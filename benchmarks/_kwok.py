@@ -216,7 +216,8 @@ class KwokCluster:
 
     def requests_since(self, offset: int) -> tuple[Counter[str], int]:
         """The admin's requests audited after ``offset`` (but the benchmark's and KWOK's), by kind
-        (``"create pods"``, ``"watch pods"``, ...), and how many were answered 429."""
+        (``"create pods"``, ``"watch pods"``, ``"create pods -> 409"`` for failed ones, ...), and how many
+        were answered 429."""
         kinds: Counter[str] = Counter()
         throttled = 0
         with self.control_plane.audit_log.open("rb") as handle:
@@ -231,6 +232,8 @@ class KwokCluster:
                 what = ref.get("resource", event.get("requestURI", "?").split("?")[0])
                 if ref.get("subresource"):
                     what += "/" + ref["subresource"]
-                kinds[f"{event.get('verb', '?')} {what}"] += 1
-                throttled += (event.get("responseStatus") or {}).get("code") == 429
+                code = (event.get("responseStatus") or {}).get("code", 0)
+                refused = "" if 200 <= code < 300 else f" -> {code}"  # a failed request, kept apart
+                kinds[f"{event.get('verb', '?')} {what}{refused}"] += 1
+                throttled += code == 429
         return kinds, throttled
