@@ -13,7 +13,8 @@ process with its own JVM, N executor pods for:
   from S parallel streams, each one keep-alive HTTPS connection; every S of ``--streams`` is run and
   the best is the denominator.
 
-For each: first create -> all N Running (as this benchmark's pod watch saw them), pods created (counted
+For each: first create -> all N Running (as this benchmark's pod watch saw them), first -> last create
+(what is left after it is the scheduler's binds and KWOK's status writes catching up), pods created (counted
 2 s after the target), the driver's requests by kind and its 429 answers (from the API server's audit
 log, so Spark's are counted as ours are), driver CPU (JVM + Python, start-up included) and peak RSS.
 Absolute times depend on the machine and its load; only the ratios of one run mean something.
@@ -170,6 +171,7 @@ def drive(cluster: KwokCluster, clock: RealPodClock, http_: Http, side: str, pod
     print(f"  {side}: requests {dict(sorted(kinds.items()))}", flush=True)
     return {
         "first create -> all Running (s)": done - created[0],
+        "first -> last create (s)": max(c for c in created if c <= done) - created[0],
         "pods created": len(created),
         "API requests": sum(kinds.values()),
         "create pods": kinds.get("create pods", 0),
@@ -229,6 +231,7 @@ def bare(clock: RealPodClock, http_: Http, body: str, pods: int, streams: int, r
     print(f"  {BARE}, {streams} streams: answers {dict(counts)}, {done - created[0]:.1f} s", flush=True)
     return {
         "first create -> all Running (s)": done - created[0],
+        "first -> last create (s)": created[-1] - created[0],
         "pods created": len(created),
         "API requests": sum(counts.values()),
         "create pods": sum(counts.values()),
