@@ -233,7 +233,8 @@ class KwokCluster:
                 if ref.get("subresource"):
                     what += "/" + ref["subresource"]
                 code = (event.get("responseStatus") or {}).get("code", 0)
-                refused = "" if 200 <= code < 300 else f" -> {code}"  # a failed request, kept apart
+                # A failed request is kept apart (101: a watch upgraded to a WebSocket, as fabric8's are).
+                refused = f" -> {code}" if code >= 400 or code < 100 else ""
                 kinds[f"{event.get('verb', '?')} {what}{refused}"] += 1
                 throttled += code == 429
         return kinds, throttled
