@@ -7,7 +7,8 @@ It prints JSON lines on stdout, read by the parent:
   the session was asked for, on the machine-wide monotonic clock that the parent shares);
 - ``{"event": "registered", "t": ...}`` once ``wait`` executors registered (only when ``wait`` > 0);
 - then it waits for a line on stdin, and prints ``{"event": "cpu", "python": s, "jvm": s}`` (CPU
-  seconds of this Python process and of its driver JVM so far), stops the session and prints
+  seconds of this Python process and of its driver JVM so far, with their peak resident memory in MiB
+  as ``rss_python`` and ``rss_jvm``), stops the session and prints
   ``{"event": "stopped", "t": ...}``.
 """
 
@@ -30,6 +31,15 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def peak_rss_mb(pid: int) -> float:
+    """A process's peak resident memory (``VmHWM``) in MiB, from /proc."""
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def main(spec: dict[str, Any]) -> None:
@@ -60,7 +70,10 @@ def main(spec: dict[str, Any]) -> None:
     from pyspark.core.context import SparkContext
 
     jvm = SparkContext._gateway.proc.pid  # type: ignore[union-attr]
-    emit("cpu", python=time.process_time(), jvm=cpu_seconds(jvm))
+    emit(
+        "cpu", python=time.process_time(), jvm=cpu_seconds(jvm),
+        rss_python=peak_rss_mb(os.getpid()), rss_jvm=peak_rss_mb(jvm),
+    )  # fmt: skip
     spark.stop()
     emit("stopped", t=time.monotonic())
 

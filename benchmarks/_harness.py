@@ -124,6 +124,8 @@ class Driver:
         )  # fmt: skip
         self._events: queue.Queue[dict[str, Any]] = queue.Queue()
         self._stderr: list[str] = []
+        self.usage: dict[str, float] = {}
+        """The driver's ``cpu`` event once :meth:`finish` returned: CPU seconds and peak RSS (MiB)."""
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=lambda: self._stderr.extend(self._process.stderr or []), daemon=True).start()
 
@@ -151,6 +153,7 @@ class Driver:
         self._process.stdin.write("stop\n")
         self._process.stdin.flush()
         cpu = self.expect("cpu")
+        self.usage = {k: float(v) for k, v in cpu.items() if k != "event"}
         self.expect("stopped", timeout=120)
         self._process.wait(60)
         return float(cpu["python"]) + float(cpu["jvm"])
@@ -165,15 +168,19 @@ def spark_conf(cluster: LocalCluster, ours: bool, **extra: str) -> tuple[str, di
     """The master and properties for one driver on ``cluster``: ours (``pyk8s://``) or Spark's (``k8s://``)."""
     conf = cluster.spark_conf()
     conf.pop("spark.master")
-    conf.update({
+    conf.update({**spark_conf_base(), **extra})
+    return (cluster.master if ours else cluster.spark_k8s_master), conf
+
+
+def spark_conf_base() -> dict[str, str]:
+    """What every benchmark driver sets, whatever the cluster: no UI, small executors, a fast JVM."""
+    return {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.executor.memory": "512m",
         "spark.driver.extraJavaOptions": FAST_JVM,
         "spark.executor.extraJavaOptions": FAST_JVM,
-        **extra,
-    })  # fmt: skip
-    return (cluster.master if ours else cluster.spark_k8s_master), conf
+    }
 
 
 def clear_pods(cluster: LocalCluster, timeout: float = 60.0) -> None:

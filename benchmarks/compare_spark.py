@@ -19,6 +19,9 @@ One table of medians and the ratio ours/Spark is printed at the end. Scenarios (
   replacement pod created; then a pod is deleted while every watch is dropped and the history compacted,
   so that resuming the watch is answered 410 Gone -> replacement pod created.
 
+With ``--api real`` the comparison runs on the real kube-apiserver with KWOK nodes instead, against a
+bare client's time: ``real_api.py`` (its own options follow, e.g. ``--api real --pods 1000 --repeat 2``).
+
 Absolute times depend on the machine (and on its load); only the ratios of one run mean something.
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+import sys
 import time
 from collections import defaultdict
 
@@ -209,6 +213,18 @@ def render(results: dict[str, dict[str, list[float]]], repeat: int) -> str:
 
 
 def main() -> None:
+    if "--api" in sys.argv[1:]:
+        at = sys.argv.index("--api")
+        api = sys.argv[at + 1] if at + 1 < len(sys.argv) else ""
+        if api not in ("embedded", "real"):
+            raise SystemExit("--api takes 'embedded' (the default) or 'real' (kube-apiserver + KWOK nodes)")
+        rest = sys.argv[1:at] + sys.argv[at + 2 :]
+        if api == "real":
+            import real_api
+
+            real_api.main(rest)
+            return
+        sys.argv[1:] = rest
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

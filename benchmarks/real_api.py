@@ -1,0 +1,319 @@
+"""Spark 4.3's JVM backend and k8s_backend on the real kube-apiserver with KWOK nodes, against a bare client.
+
+Run: ``python benchmarks/real_api.py [--pods 1000] [--repeat 2] [--streams 4 8 16] [--nodes 4]``.
+
+One real control plane (kube-apiserver, etcd, kube-scheduler, kube-controller-manager; see
+``_kwok.py``) with KWOK nodes: pods are bound by the scheduler and turned Running by KWOK, no process
+runs. Per repetition, interleaved (the order of the drivers alternates), each driver in a fresh Python
+process with its own JVM, N executor pods for:
+
+- Spark 4.3 (``k8s://``) at its defaults and at ``spark.kubernetes.allocation.batch.size=100``;
+- k8s_backend (``pyk8s://``) at its defaults and with ``spark.kubernetes.allocation.batch.adaptive=true``;
+- then the server's own limit: a bare client creating the same pod spec (the last driver's, renamed)
+  from S parallel streams, each one keep-alive HTTPS connection; every S of ``--streams`` is run and
+  the best is the denominator.
+
+For each: first create -> all N Running (as this benchmark's pod watch saw them), first -> last create
+(what is left after it is the scheduler's binds and KWOK's status writes catching up), pods created (counted
+2 s after the target), the driver's requests by kind and its 429 answers (from the API server's audit
+log, so Spark's are counted as ours are), driver CPU (JVM + Python, start-up included) and peak RSS.
+Absolute times depend on the machine and its load; only the ratios of one run mean something.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import itertools
+import json
+import ssl
+import statistics
+import subprocess
+import threading
+import time
+from collections import Counter, defaultdict
+from typing import Any
+from urllib.parse import urlsplit
+
+from _harness import Driver, PodTimes, spark_conf_base
+from _kwok import BENCH_AGENT, KwokCluster
+
+from k8s_backend.kube.masters import pyk8s_url
+
+NO_WAIT = {"spark.scheduler.minRegisteredResourcesRatio": "0"}  # no executor registers: nothing runs
+SETTLE = 2.0
+SIDES: dict[str, tuple[bool, dict[str, str]]] = {
+    "Spark 4.3, defaults": (False, {}),
+    "Spark 4.3, batch.size=100": (False, {"spark.kubernetes.allocation.batch.size": "100"}),
+    "k8s_backend, defaults": (True, {}),
+    "k8s_backend, adaptive": (True, {"spark.kubernetes.allocation.batch.adaptive": "true"}),
+}
+SHORT = dict(zip(("spark-defaults", "spark-batch100", "ours-defaults", "ours-adaptive"), SIDES, strict=True))
+BARE = "bare client"
+RUNNING = "first create -> all Running (s)"
+PODS_PATH = "/api/v1/namespaces/default/pods"
+
+Figures = dict[str, float]
+
+
+class Http:
+    """HTTPS requests to the cluster as the admin, with the benchmark's User-Agent (left out of counts)."""
+
+    def __init__(self, cluster: KwokCluster) -> None:
+        split = urlsplit(cluster.url)
+        self.host, self.port = split.hostname or "127.0.0.1", split.port or 443
+        self.context = ssl.create_default_context(cafile=cluster.control_plane.ca_file)
+        self.headers = {
+            "Authorization": f"Bearer {cluster.control_plane.token}",
+            "User-Agent": BENCH_AGENT,
+            "Content-Type": "application/json",
+        }
+
+    def connect(self, timeout: float | None = 60.0) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(self.host, self.port, context=self.context, timeout=timeout)
+
+    def call(self, method: str, path: str) -> Any:
+        connection = self.connect()
+        try:
+            connection.request(method, path, headers=self.headers)
+            response = connection.getresponse()
+            return json.loads(response.read())
+        finally:
+            connection.close()
+
+
+class RealPodClock:
+    """A pod watch over HTTPS on a thread: per executor pod, when it was seen created and Running."""
+
+    def __init__(self, http_: Http) -> None:
+        self._http = http_
+        self._cond = threading.Condition()
+        self.pods: dict[tuple[str, str], PodTimes] = {}
+        self.samples: dict[str, dict[str, Any]] = {}  # the first pod seen of each application
+        threading.Thread(target=self._run, name="pod-clock", daemon=True).start()
+
+    def _run(self) -> None:
+        with contextlib.suppress(OSError, http.client.HTTPException):  # the cluster stopped: the end
+            self._watch()
+
+    def _watch(self) -> None:
+        version = self._http.call("GET", f"{PODS_PATH}?limit=1")["metadata"]["resourceVersion"]
+        while True:  # the server ends a watch after a while: resumed from the last version seen
+            connection = self._http.connect(timeout=None)
+            query = f"watch=1&resourceVersion={version}&labelSelector=spark-role%3Dexecutor"
+            connection.request("GET", f"{PODS_PATH}?{query}", headers=self._http.headers)
+            response = connection.getresponse()
+            for line in iter(response.readline, b""):
+                event = json.loads(line)
+                if event["type"] == "ERROR":  # 410 Gone: start from now (no run is under way then)
+                    version = self._http.call("GET", f"{PODS_PATH}?limit=1")["metadata"]["resourceVersion"]
+                    break
+                version = event["object"]["metadata"]["resourceVersion"]
+                self._record(event["type"], event["object"], time.monotonic())
+            connection.close()
+
+    def _record(self, kind: str, pod: dict[str, Any], now: float) -> None:
+        meta = pod["metadata"]
+        app = (meta.get("labels") or {}).get("spark-app-selector", "")
+        with self._cond:
+            times = self.pods.setdefault((app, meta["name"]), PodTimes(app=app, created=now))
+            self.samples.setdefault(app, pod)
+            if (pod.get("status") or {}).get("phase") == "Running" and times.running is None:
+                times.running = now
+            if (kind == "DELETED" or meta.get("deletionTimestamp")) and times.gone is None:
+                times.gone = now
+            self._cond.notify_all()
+
+    def running(self, app: str) -> int:
+        with self._cond:
+            return sum(1 for t in self.pods.values() if t.app == app and t.running and t.gone is None)
+
+    def created(self, app: str) -> list[float]:
+        with self._cond:
+            return sorted(t.created for t in self.pods.values() if t.app == app)
+
+    def wait_for(self, predicate: Any, timeout: float) -> bool:
+        with self._cond:
+            return bool(self._cond.wait_for(predicate, timeout))
+
+
+def clear_pods(http_: Http, timeout: float = 300.0) -> None:
+    """Delete every pod left (a stopped driver deletes its own) and wait until none is left."""
+    http_.call("DELETE", f"{PODS_PATH}?gracePeriodSeconds=0")
+    deadline = time.monotonic() + timeout
+    while http_.call("GET", f"{PODS_PATH}?limit=1")["items"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pods still present {timeout:.0f} s after deleting them all")
+        time.sleep(0.5)
+
+
+def drive(cluster: KwokCluster, clock: RealPodClock, http_: Http, side: str, pods: int) -> Figures:
+    ours, props = SIDES[side]
+    master = pyk8s_url(cluster.url) if ours else "k8s://" + cluster.url
+    conf = {**spark_conf_base(), **cluster.spark_conf(), "spark.executor.instances": str(pods), **NO_WAIT,
+            "spark.kubernetes.executor.podNamePrefix": "bench", **props}  # fmt: skip
+    offset = cluster.audit_offset()
+    driver = Driver(master, conf)
+    try:
+        app = driver.expect("started")["app"]
+        if not clock.wait_for(lambda: clock.running(app) >= pods, 1200):
+            raise RuntimeError(f"{side}: {clock.running(app)} of {pods} pods Running after 1200 s")
+        done = time.monotonic()
+        time.sleep(SETTLE)
+        created = clock.created(app)
+        driver.finish()
+    finally:
+        driver.kill()
+    clear_pods(http_)
+    kinds, throttled = cluster.requests_since(offset)
+    usage = driver.usage
+    print(f"  {side}: requests {dict(sorted(kinds.items()))}", flush=True)
+    return {
+        "first create -> all Running (s)": done - created[0],
+        "first -> last create (s)": max(c for c in created if c <= done) - created[0],
+        "pods created": len(created),
+        "API requests": sum(kinds.values()),
+        "create pods": kinds.get("create pods", 0),
+        "429 answers": throttled,
+        "driver CPU (s, JVM + Python)": usage["python"] + usage["jvm"],
+        "driver peak RSS (MiB, JVM + Python)": usage["rss_python"] + usage["rss_jvm"],
+    }
+
+
+def bare_body(sample: dict[str, Any]) -> str:
+    """The sample pod as a create body, its name and application label to be filled in per pod."""
+    meta = sample["metadata"]
+    labels = {**(meta.get("labels") or {}), "spark-app-selector": "@APP@", "spark-exec-id": "@NAME@"}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "@NAME@", "labels": labels, "annotations": meta.get("annotations") or {}},
+        "spec": {k: v for k, v in sample["spec"].items() if k != "nodeName"},
+    }
+    return json.dumps(body, separators=(",", ":"))
+
+
+def bare(clock: RealPodClock, http_: Http, body: str, pods: int, streams: int, run: str) -> Figures:
+    """``pods`` creates from ``streams`` threads, one keep-alive connection each; 429: wait and retry."""
+    app, names = f"bare-{run}-{streams}", itertools.count()
+    counts: Counter[str] = Counter()
+    cpu: list[float] = []
+
+    def stream() -> None:
+        connection = http_.connect()
+        started = time.thread_time()
+        while (index := next(names)) < pods:
+            payload = body.replace("@APP@", app).replace("@NAME@", f"bare-{index}").encode()
+            while True:
+                connection.request("POST", PODS_PATH, body=payload, headers=http_.headers)
+                response = connection.getresponse()
+                response.read()
+                counts[str(response.status)] += 1
+                if response.status != 429:
+                    break
+                time.sleep(float(response.getheader("Retry-After") or 1))
+            if response.status != 201:
+                raise RuntimeError(f"bare create answered {response.status}")
+        connection.close()
+        cpu.append(time.thread_time() - started)
+
+    threads = [threading.Thread(target=stream, daemon=True) for _ in range(streams)]
+    for thread in threads:
+        thread.start()
+    if not clock.wait_for(lambda: clock.running(app) >= pods, 1200):
+        raise RuntimeError(f"bare client: {clock.running(app)} of {pods} pods Running after 1200 s")
+    done = time.monotonic()
+    for thread in threads:
+        thread.join(60)
+    created = clock.created(app)
+    clear_pods(http_)
+    print(f"  {BARE}, {streams} streams: answers {dict(counts)}, {done - created[0]:.1f} s", flush=True)
+    return {
+        "first create -> all Running (s)": done - created[0],
+        "first -> last create (s)": created[-1] - created[0],
+        "pods created": len(created),
+        "API requests": sum(counts.values()),
+        "create pods": sum(counts.values()),
+        "429 answers": counts["429"],
+        "driver CPU (s, JVM + Python)": sum(cpu),
+    }
+
+
+def render(results: dict[str, dict[str, list[float]]], repeat: int, pods: int) -> str:
+    order = [*SIDES, BARE]
+    metrics = list(next(iter(results.values())))
+    median = {side: {m: statistics.median(v) for m, v in results[side].items() if v} for side in results}
+    running = RUNNING
+    lines = [
+        f"{pods} executor pods, real kube-apiserver + KWOK nodes; medians of {repeat} run(s)",
+        "| | " + " | ".join(metrics) + " | ÷ Spark defaults | ÷ Spark batch 100 | ÷ bare client |",
+        "|---|" + "---:|" * (len(metrics) + 3),
+    ]
+    for side in order:
+        if side not in median:
+            continue
+        cells = [f"{median[side][m]:.1f}" if m in median[side] else "n/a" for m in metrics]
+        ratios = [
+            f"{median[side][running] / median[ref][running]:.2f}" if ref in median else "n/a"
+            for ref in ("Spark 4.3, defaults", "Spark 4.3, batch.size=100", BARE)
+        ]
+        lines.append(f"| {side} | " + " | ".join(cells + ratios) + " |")
+    return "\n".join(lines)
+
+
+def one_repetition(
+    cluster: KwokCluster, clock: RealPodClock, http_: Http, args: argparse.Namespace, run: int,
+    results: dict[str, dict[str, list[float]]],
+) -> None:  # fmt: skip
+    sides = list(SIDES) if run % 2 == 0 else list(SIDES)[::-1]
+    for side in sides:
+        began = time.monotonic()
+        for key, value in drive(cluster, clock, http_, side, args.pods).items():
+            results[side][key].append(value)
+        print(f"run {run + 1}/{args.repeat} {side}: {time.monotonic() - began:.0f} s; "
+              f"load {load()}", flush=True)  # fmt: skip
+    drivers = [app for app in clock.samples if not app.startswith("bare-")]
+    body = bare_body(clock.samples[drivers[-1]])  # the last driver's pod spec (ours when it ran last)
+    best: Figures | None = None
+    for streams in args.streams:
+        figures = bare(clock, http_, body, args.pods, streams, str(run))
+        if best is None or figures[RUNNING] < best[RUNNING]:
+            best = {**figures, "streams": streams}
+    assert best is not None
+    print(f"run {run + 1}/{args.repeat} {BARE}: best with {best.pop('streams'):.0f} streams; load {load()}")
+    for key, value in best.items():
+        results[BARE][key].append(value)
+
+
+def load() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pods", type=int, default=1000, help="executor pods per run (default 1000; 10000)")
+    parser.add_argument("--repeat", type=int, default=2, help="repetitions (default 2)")
+    parser.add_argument("--streams", type=int, nargs="+", default=[4, 8, 16], help="bare client streams")
+    parser.add_argument("--nodes", type=int, default=4, help="KWOK nodes (default 4)")
+    parser.add_argument("--only", nargs="+", choices=list(SHORT), help="drivers to run (default: all)")
+    args = parser.parse_args(argv)
+    if args.only:
+        for short, side in SHORT.items():
+            if short not in args.only:
+                del SIDES[side]
+    results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    print(f"load at start: {load()}", flush=True)
+    with KwokCluster(args.nodes) as cluster:
+        http_ = Http(cluster)
+        clock = RealPodClock(http_)
+        for run in range(args.repeat):
+            one_repetition(cluster, clock, http_, args, run, results)
+    print(f"load at end: {load()}")
+    print(render({k: dict(v) for k, v in results.items()}, args.repeat, args.pods))
+
+
+if __name__ == "__main__":
+    main()
