@@ -225,8 +225,14 @@ class RealNode:
         self._dir = Path(tempfile.mkdtemp(prefix=WORK_DIR_PREFIX))
         suffix = secrets.token_hex(3)
         self._changes = host.HostChanges(self._dir / CHANGES_FILE, roots=[str(self._dir)])
-        self._changes.iptables_before = host.iptables_chains()
-        self._changes.save()
+        with host.machine_lock():
+            changes = self._changes
+            changes.iptables_before = host.iptables_chains()
+            changes.ip_forward_before = host.IP_FORWARD.read_text().strip()
+            changes.started = time.time()
+            others = live_node_records(exclude=self._dir)
+            changes.iptables_before, changes.ip_forward_before = host.machine_before(changes, others)
+            changes.save()
         self._spawner = Spawner()
         try:
             self._start_reaper()
@@ -256,12 +262,11 @@ class RealNode:
 
     def _start_containerd(self, binaries: NodeBinaries, suffix: str) -> None:
         changes = self._running(self._changes)
-        self.network = host.pick_network(suffix)
-        changes.bridge = self.network.bridge
-        changes.save()
-        changes.ip_forward_before = host.IP_FORWARD.read_text().strip()
-        changes.save()
-        host.create_bridge(self.network)
+        with host.machine_lock():  # another node must not pick the same /24 before this bridge exists
+            self.network = host.pick_network(suffix)
+            changes.bridge = self.network.bridge
+            changes.save()
+            host.create_bridge(self.network)
         changes.forward_rule = host.keep_pod_traffic_here(self.network)
         changes.save()
         cni_conf = self.work_dir / "cni" / "net.d"
@@ -385,8 +390,17 @@ class RealNode:
         return value
 
 
-def undo_host_changes(changes: host.HostChanges) -> list[str]:
-    """Undo what ``changes`` records (processes, mounts, cgroups, bridge, iptables chains); what is left."""
+def undo_host_changes(
+    changes: host.HostChanges, others: Sequence[host.HostChanges] | None = None
+) -> list[str]:
+    """Undo what ``changes`` records (processes, mounts, cgroups, bridge, iptables chains); what is left.
+
+    The iptables chains (the kubelets' and the CNI plugins', shared by name) and ``ip_forward`` are the
+    machine's: while ``others`` (default: the nodes alive on this machine) run, they are left to the last
+    of them, whose record holds the state before the first.
+    """
+    if others is None:
+        others = live_node_records(exclude=Path(changes.path).parent)
     left: list[str] = []
     roots = [Path(r) for r in changes.roots]
     # Containers first (they hold mounts and cgroups), then the shims (they hold the task state).
@@ -406,13 +420,37 @@ def undo_host_changes(changes: host.HostChanges) -> list[str]:
         host.delete_bridge(changes.bridge)
         if host.bridge_exists(changes.bridge):
             left.append(f"bridge {changes.bridge}")
-    left += [f"iptables chain {c}" for c in host.remove_new_iptables_chains(changes.iptables_before)]
     if not host.remove_rule(changes.forward_rule):
         left.append(f"iptables rule {' '.join(changes.forward_rule)}")
+    if others:
+        return left
+    left += [f"iptables chain {c}" for c in host.remove_new_iptables_chains(changes.iptables_before)]
     if changes.ip_forward_before:
         with contextlib.suppress(OSError):
             host.IP_FORWARD.write_text(changes.ip_forward_before)
     return left
+
+
+def live_node_records(exclude: Path | None = None) -> list[host.HostChanges]:
+    """The records of this machine's nodes whose owner is alive (but ``exclude``'s)."""
+    records = []
+    for path in Path(tempfile.gettempdir()).glob(f"{WORK_DIR_PREFIX}*"):
+        changes = host.HostChanges.load(path / CHANGES_FILE)
+        if changes is None or (exclude is not None and path.resolve() == exclude.resolve()):
+            continue
+        if _alive(changes.owner):
+            records.append(changes)
+    return records
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def cleanup_stale_nodes() -> None:
@@ -422,13 +460,8 @@ def cleanup_stale_nodes() -> None:
         changes = host.HostChanges.load(path / CHANGES_FILE)
         if changes is None:
             continue
-        try:
-            os.kill(changes.owner, 0)
-            continue  # alive: someone else's node
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
+        if _alive(changes.owner):
+            continue  # someone else's node
         log.info("cleaning up the node at %s, left by process %s", path, changes.owner)
         left = undo_host_changes(changes)
         if left:
