@@ -7,7 +7,9 @@
 Every process listens on 127.0.0.1 only, on free ports. The API server serves TLS with a certificate
 signed by a CA made for this cluster, authenticates static tokens (an admin in ``system:masters``; the
 controller manager, scheduler and process kubelet as their own users), authorizes with RBAC and Node,
-and signs service-account tokens. ``__enter__`` returns once ``/readyz`` is ok and the ``default``
+and signs service-account tokens. It reaches kubelets (logs, exec) with a client certificate of that CA
+bound to ``system:kubelet-api-admin``, and checks their serving certificates, which :meth:`ControlPlane.sign`
+makes, against it. ``__enter__`` returns once ``/readyz`` is ok and the ``default``
 ServiceAccount of namespace ``default`` exists (pods are refused with 403 before). Everything is
 stopped on exit, and by the kernel if the owner dies (see :mod:`k8s_backend.local.control_plane.processes`).
 """
