@@ -28,8 +28,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import yaml
 
+from k8s_backend.local.control_plane.certs import kubelet_serving_spec
 from k8s_backend.local.control_plane.processes import ManagedProcess, Spawner, free_port, wait_gone
 from k8s_backend.local.node import host
 from k8s_backend.local.node.build import NodeBinaries, NodeBuilder
@@ -98,9 +100,18 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
 
 
 def kubelet_config(
-    *, work: Path, socket: Path, cgroup_root: str, address: str, port: int, healthz_port: int, ca_file: str
+    *,
+    work: Path,
+    socket: Path,
+    cgroup_root: str,
+    address: str,
+    port: int,
+    healthz_port: int,
+    ca_file: str,
+    tls: KubeletTls,
 ) -> dict[str, object]:
-    """The KubeletConfiguration."""
+    """The KubeletConfiguration: it serves ``tls``'s certificate and accepts clients (the API server)
+    with a certificate of ``ca_file`` or a token, as the API server authorizes them; nobody anonymous."""
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -112,6 +123,8 @@ def kubelet_config(
         "address": address,
         "port": port,
         "readOnlyPort": 0,
+        "tlsCertFile": str(tls.cert),
+        "tlsPrivateKeyFile": str(tls.key),
         "healthzBindAddress": "127.0.0.1",
         "healthzPort": healthz_port,
         "authentication": {
@@ -136,6 +149,21 @@ def kubelet_config(
         "volumePluginDir": str(work / "volume-plugins"),
         "nodeStatusReportFrequency": "10s",
     }
+
+
+@attrs.frozen
+class KubeletTls:
+    """The kubelet's serving certificate and key, signed by the control plane's CA."""
+
+    cert: Path
+    key: Path
+
+    @classmethod
+    def issue(cls, control_plane: ControlPlane, directory: Path, node_name: str, address: str) -> KubeletTls:
+        """Have ``control_plane`` sign a certificate for the node's ``address`` (the API server dials it)."""
+        tls = cls(directory / "kubelet.crt", directory / "kubelet.key")
+        control_plane.sign(kubelet_serving_spec(node_name, [address]), tls.cert, tls.key)
+        return tls
 
 
 class RealNode:
@@ -310,9 +338,11 @@ class RealNode:
         host.create_cgroup_root(changes.cgroup_root)
         root = self.work_dir / "kubelet"
         root.mkdir()
+        tls = KubeletTls.issue(self._cp, root / "pki", self.name, network.gateway)
         config = kubelet_config(
             work=self.work_dir, socket=self.containerd_socket, cgroup_root=changes.cgroup_root,
             address=network.gateway, port=free_port(), healthz_port=free_port(), ca_file=self._cp.ca_file,
+            tls=tls,
         )  # fmt: skip
         config_path = self.work_dir / "kubelet.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
