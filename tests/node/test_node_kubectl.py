@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import shutil
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from k8s_backend.kube.port import NODES, PODS
+from k8s_backend.local.node import NodeBuilder
 from k8s_backend.testing import LocalCluster
 
 pytestmark = [pytest.mark.node, pytest.mark.timeout(600)]
@@ -52,9 +52,8 @@ def talker(node_cluster: LocalCluster) -> Iterator[str]:
 
 
 def kubectl(cluster: LocalCluster, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    binary = shutil.which("kubectl")
-    if binary is None:
-        pytest.skip("kubectl is not on PATH")
+    # The kubectl built with the node (the control plane's version), not one a user may have on PATH.
+    binary = str(NodeBuilder().binaries.path("kubectl"))
     # Only this cluster's kubeconfig, and no kubectl cache of the user's.
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
     argv = [binary, "--kubeconfig", str(cluster.kubeconfig), "-n", "default", *args]
