@@ -29,7 +29,7 @@ from backend_real_support import (
 )
 
 from k8s_backend import KubernetesClusterSchedulerBackend
-from k8s_backend.allocation.quota import RESOURCE_QUOTAS
+from k8s_backend.allocation.quota_watch import RESOURCE_QUOTAS
 from k8s_backend.kube.delegate import DelegatingKubernetesApi
 from k8s_backend.kube.port import NODES, ForbiddenError, KubernetesApi, Resource
 from k8s_backend.lifecycle.autoscaler_hints import (

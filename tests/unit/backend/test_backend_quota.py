@@ -9,7 +9,7 @@ import logging
 import pytest
 from backend_harness import Harness, make_harness
 
-from k8s_backend.allocation.quota import RESOURCE_QUOTAS
+from k8s_backend.allocation.quota_watch import RESOURCE_QUOTAS
 
 
 def set_quota(h: Harness, pods_used: int, *, create: bool = False, hard_pods: int | None = None) -> None:
