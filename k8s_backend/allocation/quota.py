@@ -175,7 +175,7 @@ class UnseenCreate:
     """Pods this backend created that the quota view may not count yet: the API server's quota admission
     raised ``status.used`` before it stored the pod, so a view at the pod's resourceVersion (or newer)
     counts it. ``listed_at``: the view's version when recorded, for a pod of unknown version (then the
-    next newer version of the view is taken to count it)."""
+    view's next version is taken to count it)."""
 
     version: int | None
     listed_at: int | None
@@ -190,7 +190,7 @@ def still_unseen(creates: Sequence[UnseenCreate], view_version: int | None) -> l
     return [
         c
         for c in creates
-        if (c.version > view_version if c.version is not None else c.listed_at in (None, view_version))
+        if (c.version > view_version if c.version is not None else c.listed_at == view_version)
     ]
 
 

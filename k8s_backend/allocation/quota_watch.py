@@ -105,7 +105,9 @@ class ObjectsReflector:
             self._objects = {_name(obj): obj for obj in listed.items}
             self._version = self._watch_from = listed.resource_version
 
-    def _apply(self, event: WatchEvent) -> None:
+    def apply(self, event: WatchEvent) -> None:
+        """Apply one watch event: an event not newer than the version applied is skipped (a relist from
+        another thread got there first); a bookmark only moves the version."""
         version = (event.object.get("metadata") or {}).get("resourceVersion")
         with self._lock:
             if version and self._version is not None and not newer(version, self._version):
@@ -209,7 +211,7 @@ class ObjectsReflector:
         try:
             with caller_retries():
                 for event in stream:
-                    self._apply(event)
+                    self.apply(event)
                     if self._stop.is_set():
                         break
         finally:
