@@ -3,8 +3,8 @@
 :func:`cap_requests` is pure: the round's requests, each profile's per-pod demand and the quotas (their
 ``status.hard`` and ``status.used``) in, the capped requests and the quota that holds allocation back
 out. :class:`QuotaGate` reads the quotas (and the LimitRanges' container defaults, which fill a limit the
-executor pod does not set) from a watch-backed view (:mod:`k8s_backend.allocation.quota_watch`): two
-lists at the first round that wants pods, then no request per round. It logs once that allocation waits
+executor pod does not set) from a watch-backed view (:mod:`k8s_backend.allocation.quota_watch`): a
+list or two at the first round that wants pods, then no request per round. It logs once that allocation waits
 (naming the quota and the resource) and once that it resumes, and degrades to no cap, with one warning,
 when it may not list.
 
@@ -102,11 +102,14 @@ class QuotaBlock:
     used: Decimal
     per_pod: Decimal
     waiting: int
+    unseen: Decimal = Decimal(0)  # of ``used``: pods created here that the quota's status has not shown yet
 
     def describe(self) -> str:
+        seen = self.used - self.unseen
+        since = f" (+{_text(self.unseen)} by pods created since its status)" if self.unseen > 0 else ""
         return (
-            f"ResourceQuota {self.quota}: {self.resource} hard {_text(self.hard)}, used {_text(self.used)}, "
-            f"an executor pod needs {_text(self.per_pod)}"
+            f"ResourceQuota {self.quota}: {self.resource} hard {_text(self.hard)}, "
+            f"used {_text(seen)}{since}, an executor pod needs {_text(self.per_pod)}"
         )
 
 
@@ -248,19 +251,28 @@ class QuotaGate:
             self._demand = {}
             self._resume()
             return tuple(requests)
+        if not self._read_view(limit_ranges=True):
+            return tuple(requests)
         defaults = container_defaults(self._view.limit_ranges.objects())
         self._demand = {
             r.rp_id: _with_defaults(self._demand_of(profiles[r.rp_id]), defaults) for r in requests
         }
         decision = cap_requests(requests, self._demand, with_unseen(views, self._unseen))
-        self._report(decision.block)
+        block = decision.block
+        if block is not None and self._unseen:  # say how much of "used" the quota's status does not show yet
+            watched = next(v for v in views if v.name == block.quota).used.get(block.resource, Decimal(0))
+            block = attrs.evolve(block, unseen=block.used - watched)
+        self._report(block)
         return decision.requests
 
-    def _read_view(self) -> bool:
+    def _read_view(self, *, limit_ranges: bool = False) -> bool:
         """Start (or refresh) the view; False: it cannot be read, so this round is not capped."""
         try:
-            self._view.ensure_started()
-            if self._stale:
+            if limit_ranges:
+                self._view.ensure_limit_ranges()
+            else:
+                self._view.ensure_started()
+            if self._stale and not limit_ranges:
                 self._view.refresh()
                 self._stale = False
                 self.refreshes += 1

@@ -1,8 +1,9 @@
 """The watch-backed view of a namespace's ResourceQuotas and LimitRanges, read by quota-aware allocation.
 
 Each kind is listed once (with its resourceVersion), then watched from there on a thread of its own, so
-an allocation round reads the view with no request: two lists at the first round that wants pods, then
-two open watches the server renews every few minutes, instead of one or two lists per round. The quota
+an allocation round reads the view with no request: a list at the first round that wants pods (and one of
+the LimitRanges once a quota exists), then open watches the server renews every few minutes, instead of
+one or two lists per round. The quota
 controller and the quota admission update a quota's ``status.used`` as pods come and go; those updates
 arrive as MODIFIED events.
 
@@ -136,6 +137,8 @@ class ObjectsReflector:
         while not self._stop.is_set() and self.forbidden is None:
             started, events, lists = self._clock.now(), self.events, self.lists
             delay = self.run_once()
+            if self._stop.is_set():
+                break  # stop() closed the stream: not a watch closed by the server
             empty = self.events == events and self.lists == lists
             if delay == 0 and empty and self._clock.now() - started < SHORT_WATCH:
                 self._failures += 1  # a server that closes every watch at once must not be hammered
@@ -258,7 +261,10 @@ tests, as steps a deterministic scheduler runs."""
 
 
 class QuotaWatch:
-    """The namespace's ResourceQuotas and LimitRanges: listed once, then watched (see the module doc)."""
+    """The namespace's ResourceQuotas and LimitRanges: listed once, then watched (see the module doc).
+
+    The LimitRanges matter only for a quota to count against, so they are listed and watched from the
+    first round that finds a quota: a namespace without quotas costs one list and one watch in all."""
 
     def __init__(
         self,
@@ -272,30 +278,35 @@ class QuotaWatch:
         self.limit_ranges = ObjectsReflector(api, LIMIT_RANGES, namespace, clock)
         self.starter = starter
         self._lock = threading.Lock()
-        self._started = False
+        self._started: set[str] = set()  # the plurals listed and watched
         self._stopped = False
 
     def ensure_started(self) -> None:
-        """At the first call, list both kinds and start watching them; raises a list's
-        :class:`ApiError` (the next call tries again). Later calls send nothing, except where the
-        server refused a watch: that kind is listed at every call."""
+        """At the first call, list the quotas and start watching them; raises the list's
+        :class:`ApiError` (the next call tries again). Later calls send nothing, unless the server
+        refused the watch: then the quotas are listed at every call."""
+        self._ensure(self.quotas)
+
+    def ensure_limit_ranges(self) -> None:
+        """:meth:`ensure_started` for the LimitRanges (once a quota exists)."""
+        self._ensure(self.limit_ranges)
+
+    def _ensure(self, reflector: ObjectsReflector) -> None:
+        plural = reflector.resource.plural
         with self._lock:
             if self._stopped:
                 return
-            started = self._started
+            started = plural in self._started
         if started:
-            for reflector in (self.quotas, self.limit_ranges):
-                if reflector.forbidden is not None:
-                    reflector.relist()
+            if reflector.forbidden is not None:
+                reflector.relist()
             return
-        self.quotas.relist()
-        self.limit_ranges.relist()
+        reflector.relist()
         with self._lock:
-            if self._stopped or self._started:
+            if self._stopped or plural in self._started:
                 return
-            self._started = True
-        self.starter(self.quotas)
-        self.starter(self.limit_ranges)
+            self._started.add(plural)
+        self.starter(reflector)
 
     def refresh(self) -> None:
         """List the quotas now (their watch may be behind what the API server admitted)."""
@@ -321,7 +332,7 @@ class QuotaWatch:
             "lists": self.lists,
             "watches": self.watches,
             "events": self.quotas.events + self.limit_ranges.events,
-            "watching": self.quotas.alive and self.limit_ranges.alive,
+            "watching": self.quotas.alive,
             "quota_version": self.quotas.version,
             "last_error": self.quotas.last_error or self.limit_ranges.last_error,
         }

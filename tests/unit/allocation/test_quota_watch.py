@@ -150,6 +150,20 @@ def test_the_first_round_lists_and_later_rounds_send_nothing() -> None:
     assert gate.status()["lists"] == 2 and gate.status()["watches"] == 10
 
 
+def test_without_a_quota_the_limit_ranges_are_not_read_until_one_appears() -> None:
+    fake = FakeKubernetes(clock=ManualClock(0.0), watch_blocking=False, namespaces=[NS])
+    gate, view = driven_gate(fake)
+    assert counts(gate, 3) == [3]
+    view.quotas.run_once()
+    assert counts(gate, 3) == [3]
+    assert not fake.calls_of("list", LIMIT_RANGES) and len(fake.calls_of("list", RESOURCE_QUOTAS)) == 1
+    fake.create(RESOURCE_QUOTAS, NS, {"metadata": {"name": "team"}, "spec": {"hard": {"pods": "2"}}})
+    set_used(fake, 0, 2)
+    view.quotas.run_once()
+    assert counts(gate, 3) == [2], "the quota came through the watch"
+    assert len(fake.calls_of("list", LIMIT_RANGES)) == 1 and len(fake.calls_of("list", RESOURCE_QUOTAS)) == 1
+
+
 def test_a_quota_status_change_seen_through_the_watch_resumes_allocation(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -194,6 +208,10 @@ def test_the_gates_own_creates_count_until_the_view_shows_them() -> None:
     gate.created(0, created(fake, 6))
     assert counts(gate, 6) == [4], "the quota's used has not come through the watch: count them"
     assert gate.status()["unseen_creates"] == 6
+    assert gate.status()["waiting_for"] == (
+        "ResourceQuota team: pods hard 10, used 0 (+6 by pods created since its status), "
+        "an executor pod needs 1"
+    )
     set_used(fake, 6, 10)  # the admission raised used before storing each pod; the view now has it
     view.quotas.run_once()
     assert counts(gate, 6) == [4] and gate.status()["unseen_creates"] == 0, "counted once, not twice"
