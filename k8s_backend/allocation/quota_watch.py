@@ -107,11 +107,11 @@ class ObjectsReflector:
             self._version = self._watch_from = listed.resource_version
 
     def apply(self, event: WatchEvent) -> None:
-        """Apply one watch event: an event not newer than the version applied is skipped (a relist from
-        another thread got there first); a bookmark only moves the version."""
+        """Apply one watch event: an event known not to be newer than the version applied is skipped (a
+        relist from another thread got there first); a bookmark only moves the version."""
         version = (event.object.get("metadata") or {}).get("resourceVersion")
         with self._lock:
-            if version and self._version is not None and not newer(version, self._version):
+            if version and (version == self._version or newer(self._version, version)):
                 return  # a relist from another thread already holds this state, or a newer one
             if version:
                 self._version = self._watch_from = str(version)

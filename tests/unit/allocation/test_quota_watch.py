@@ -89,6 +89,8 @@ def test_events_apply_in_order_and_an_event_older_than_a_relist_is_skipped() -> 
     assert reflector.version == listed + 5 and reflector.events == 1, "a bookmark moves only the version"
     reflector.apply(WatchEvent("DELETED", quota_object("team", str(listed + 6))))
     assert reflector.objects() == []
+    reflector.apply(WatchEvent("ADDED", quota_object("other", "not-a-number")))
+    assert len(reflector.objects()) == 1, "a version that cannot be compared is applied, not dropped"
 
 
 def test_the_watch_follows_status_updates_and_relists_after_410_gone() -> None:
