@@ -24,6 +24,7 @@ from k8s_backend.allocation.owner_allocator import OwnerPodsAllocator, OwnerSett
 from k8s_backend.allocation.owner_objects import OwnerKind
 from k8s_backend.allocation.pods_allocator import PodsAllocator
 from k8s_backend.allocation.quota import PodDemand, QuotaGate, demand_from
+from k8s_backend.allocation.quota_watch import QuotaWatch
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
 from k8s_backend.assembly.application import Application, check_identity, plan_application
 from k8s_backend.assembly.rolling import build_roller, roll_settings
@@ -560,7 +561,7 @@ def _quota_gate(app: Application, runtime: Runtime, booster: OomBooster | None) 
             memory += booster.overhead_mib(profile.id, resources.overhead_mib) - resources.overhead_mib
         return demand_from(memory, resources.cpu_request, resources.cpu_limit)
 
-    return QuotaGate(runtime.api, conf.namespace, demand_of)
+    return QuotaGate(QuotaWatch(runtime.api, conf.namespace, runtime.clock), demand_of)
 
 
 def _node_avoider(app: Application, runtime: Runtime) -> NodeAvoider | None:
