@@ -3,6 +3,7 @@ preStop hooks before SIGTERM on deletion, and ``imagePullPolicy: Never`` for an 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,6 +95,30 @@ def test_a_hook_whose_program_is_not_on_this_machine_is_skipped(
     ready.wait()
     assert last_exit(fake, kubelet, "skipped") == 7
     assert "FailedPreStopHook" not in reasons(fake, kubelet, "skipped")
+
+
+def test_a_hook_that_outlives_the_grace_period_is_killed_and_reported(
+    fake: FakeKubernetes, kubelet: ProcessKubelet, ready: ReadySignal
+) -> None:
+    hook = [PY, "-c", "import time; time.sleep(120)"]
+    fake.create(PODS, "default", with_pre_stop(python_pod("slow-hook", ready.code(TRAP_TERM), grace=1), hook))
+    ready.wait()
+    assert last_exit(fake, kubelet, "slow-hook") == 7
+    failed = events_of(fake, "FailedPreStopHook")
+    assert failed and "did not end within the grace period of 1 s" in failed[0]["message"]
+    assert kubelet.wait_until(lambda: kubelet.processes() == [])
+
+
+def test_a_sleep_hook_delays_sigterm(
+    fake: FakeKubernetes, kubelet: ProcessKubelet, ready: ReadySignal
+) -> None:
+    pod = python_pod("sleeper", ready.code(TRAP_TERM), grace=30)
+    pod["spec"]["containers"][0]["lifecycle"] = {"preStop": {"sleep": {"seconds": 1}}}
+    fake.create(PODS, "default", pod)
+    ready.wait()
+    started = time.monotonic()
+    assert last_exit(fake, kubelet, "sleeper") == 7
+    assert time.monotonic() - started >= 1.0  # SIGTERM came after the hook's second, not at once
 
 
 def test_sigterm_gets_what_the_hook_left_of_the_grace_period_but_at_least_two_seconds() -> None:
