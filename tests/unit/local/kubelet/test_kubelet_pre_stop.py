@@ -129,7 +129,7 @@ def test_sigterm_gets_what_the_hook_left_of_the_grace_period_but_at_least_two_se
 
 def test_an_image_that_is_not_here_with_pull_policy_never_is_err_image_never_pull(tmp_path: Path) -> None:
     fake = FakeKubernetes()
-    images = ImagePolicy(["spark:1"], backoff_initial=0.01, backoff_max=0.02)
+    images = ImagePolicy(["spark:1"], backoff_initial=0.3, backoff_max=0.6)  # pauses: Events get written
     with ProcessKubelet(fake, work_dir=tmp_path, nodes=[Node.of("node-1")], images=images) as kubelet:
         pod = python_pod("never", "pass", image="nope:1")
         pod["spec"]["containers"][0]["imagePullPolicy"] = "Never"
