@@ -53,6 +53,7 @@ from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.lifecycle.autoscaler_hints_writer import AutoscalerHintsWriter
+from k8s_backend.lifecycle.block_migration import BlockMigration
 from k8s_backend.lifecycle.decisions import LifecycleDecider
 from k8s_backend.lifecycle.disruption_watcher import DisruptionWatcher, NodeReader
 from k8s_backend.lifecycle.disruptions import DisruptionDecider, parse_taints
@@ -370,6 +371,7 @@ def _monitor(
         interval=conf.snapshots.event_processing_interval,
         on_application_failed=failures.report,
         registered_ids=None if driver is None else driver.registered_executors,
+        block_migration=BlockMigration.from_properties(conf.spark_properties),
     )
 
 
