@@ -23,7 +23,6 @@ import threading
 from collections.abc import Callable
 
 from k8s_backend.common import Clock
-from k8s_backend.kube.backoff import retry_delay
 from k8s_backend.kube.port import (
     ApiError,
     ForbiddenError,
@@ -35,8 +34,9 @@ from k8s_backend.kube.port import (
     WatchEvent,
 )
 from k8s_backend.kube.resource_version import newer, parse_resource_version
-from k8s_backend.kube.retry import caller_retries, should_retry
-from k8s_backend.snapshots.watch_source import DEFAULT_SERVER_TIMEOUT, MAX_BACKOFF, SHORT_WATCH
+from k8s_backend.kube.retry import caller_retries
+from k8s_backend.kube.watch_backoff import failure_delay, misbehaving_delay
+from k8s_backend.snapshots.watch_source import DEFAULT_SERVER_TIMEOUT, SHORT_WATCH
 
 log = logging.getLogger(__name__)
 
@@ -186,11 +186,7 @@ class ObjectsReflector:
     def _failed(self, error: Exception) -> float:
         self._failures += 1
         self.last_error = str(error)
-        if should_retry(error):  # transient: the short back-off, at least the Retry-After
-            retry_after = error.retry_after if isinstance(error, ApiError) else None
-            delay = retry_delay(self._failures, retry_after=retry_after, scale=0.5 + self._rng() / 2)
-        else:
-            delay = self._backoff()
+        delay = failure_delay(self._failures, error, self._rng())
         level = logging.WARNING if isinstance(error, ApiError) else logging.ERROR
         log.log(level, "%s watch failed (%s); retrying in %.1fs", self._kind, error, delay)
         return delay
@@ -223,8 +219,7 @@ class ObjectsReflector:
             stream.close()
 
     def _backoff(self) -> float:
-        base = min(MAX_BACKOFF, 0.5 * 2 ** min(self._failures - 1, 10))
-        return float(base * (0.5 + self._rng() / 2))
+        return misbehaving_delay(self._failures, self._rng())
 
     def stop(self, timeout: float = 5.0) -> None:
         """Close the watch and wait for its thread to end."""
