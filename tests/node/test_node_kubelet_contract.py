@@ -15,13 +15,12 @@ stays readable after the kubelet finished their deletion.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 import pytest
-from node_env import node_missing
+from node_env import node_missing, wait_for
 
 from k8s_backend.kube.port import EVENTS, PODS, KubernetesApi, Obj
 from k8s_backend.local.images import default_spark_image
@@ -176,17 +175,6 @@ def differences(process: Observation, real: Observation) -> dict[str, tuple[Any,
     return {field: (ours[field], theirs[field]) for field in ours if ours[field] != theirs[field]}
 
 
-def poll(condition: Callable[[], bool], timeout: float) -> bool:
-    """Re-check ``condition`` every 0.2 s until it holds or ``timeout`` seconds passed (a real kubelet
-    signals nothing to wait on)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
-
-
 def pod_events(api: KubernetesApi) -> dict[str, set[str]]:
     """Pod name -> the reasons of the Events recorded about it."""
     reasons: dict[str, set[str]] = {}
@@ -220,11 +208,11 @@ def observe_all(
                 deleted.add(case.name)
         return all(c.settled(pods[c.name]) for c in CASES)
 
-    poll(progressed, timeout)
+    wait_for(progressed, timeout)
     if events_written is not None:
         events_written()
     else:
-        poll(lambda: all(c.settle_event in pod_events(api).get(c.name, set()) for c in CASES), 60)
+        wait_for(lambda: all(c.settle_event in pod_events(api).get(c.name, set()) for c in CASES), 60)
     reasons = pod_events(api)
     pods = {p["metadata"]["name"]: p for p in api.list(PODS, "default").items}
     for name in deleted:
