@@ -71,6 +71,9 @@ class ExecutorPods:
         self.first: dict[str, Obj] = {}  # each pod as first seen: its spec as the backend made it
         self.labels_seen: dict[str, set[str]] = {}  # every label each executor's pod ever had
         self.deleted: set[str] = set()
+        # The first deletion timestamp and grace period seen: the API server moves the timestamp to "now"
+        # when the kubelet, done, deletes the pod again with grace 0.
+        self.deletion_asked: dict[str, tuple[str, int]] = {}
         self._closed = threading.Event()
         self._stream: Any = None
         self._thread = threading.Thread(target=self._run, name="executor-pods", daemon=True)
@@ -108,6 +111,10 @@ class ExecutorPods:
             self.latest[exec_id] = pod
             self.first.setdefault(exec_id, pod)
             self.labels_seen.setdefault(exec_id, set()).update((pod["metadata"].get("labels") or {}).keys())
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp") and exec_id not in self.deletion_asked:
+                grace = int(meta.get("deletionGracePeriodSeconds") or 0)
+                self.deletion_asked[exec_id] = (str(meta["deletionTimestamp"]), grace)
             if deleted:
                 self.deleted.add(exec_id)
             self._cond.notify_all()
@@ -173,7 +180,7 @@ def pod_facts(pods: ExecutorPods, exec_id: str) -> Obj:
         "name": (pod.get("metadata") or {}).get("name"),
         "phase": (pod.get("status") or {}).get("phase"),
         "terminated": pods.ended(exec_id),
-        "deletion_timestamp": (pod.get("metadata") or {}).get("deletionTimestamp"),
+        "deletion_asked": pods.deletion_asked.get(exec_id),  # [deletion timestamp, grace period]
         "deleted": exec_id in pods.deleted,
         "memory_limit": ((containers[0].get("resources") or {}).get("limits") or {}).get("memory"),
         "labels_seen": sorted(pods.labels_seen.get(exec_id, set())),

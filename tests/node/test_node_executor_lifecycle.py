@@ -64,11 +64,13 @@ def instant(timestamp: str) -> datetime:
 
 
 def ended_within_grace(pod: dict[str, Any], grace: int) -> timedelta:
-    """How long after the deletion request the container ended (the deletion timestamp is the request's
-    time plus the grace period); asserted to be before the grace period's SIGKILL."""
-    deadline = instant(pod["deletion_timestamp"])
-    elapsed = instant(pod["terminated"]["finishedAt"]) - (deadline - timedelta(seconds=grace))
-    assert elapsed < timedelta(seconds=grace), (elapsed, pod["terminated"])
+    """How long after the deletion request the container ended (the pod's first deletion timestamp is the
+    request's time plus its grace period); asserted to be before the grace period's SIGKILL."""
+    deadline, asked_grace = pod["deletion_asked"]
+    assert asked_grace == grace
+    requested = instant(deadline) - timedelta(seconds=grace)
+    elapsed = instant(pod["terminated"]["finishedAt"]) - requested
+    assert elapsed < timedelta(seconds=grace), (elapsed, pod["deletion_asked"], pod["terminated"])
     return elapsed
 
 
