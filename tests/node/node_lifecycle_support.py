@@ -64,8 +64,10 @@ class ExecutorPods:
     its container log kept past the pod's deletion: a hard link to the kubelet's log file, taken while the
     container runs (the kubelet removes the file with the pod; the link keeps what the JVM wrote)."""
 
-    def __init__(self, api: KubernetesApi, pod_logs: Path, keep: Path) -> None:
+    def __init__(self, api: KubernetesApi, app_id: str, pod_logs: Path, keep: Path) -> None:
         self._api, self._pod_logs, self._keep = api, pod_logs, keep
+        # This application's only: the previous scenario's executors may still be terminating.
+        self._selector = f"spark-role=executor,spark-app-selector={app_id}"
         self._cond = threading.Condition()
         self.latest: dict[str, Obj] = {}  # by executor id
         self.first: dict[str, Obj] = {}  # each pod as first seen: its spec as the backend made it
@@ -81,7 +83,7 @@ class ExecutorPods:
 
     def _run(self) -> None:
         version: str | None = None
-        selector = "spark-role=executor"
+        selector = self._selector
         while not self._closed.is_set():
             try:
                 if version is None:
@@ -200,7 +202,8 @@ def backend_status(spark: Any) -> Obj:
 def start(
     out: Path, cluster: Mapping[str, Any], conf: Mapping[str, str], name: str
 ) -> tuple[Any, ExecutorPods]:
-    """The session (its executors registered) and the pod watcher."""
+    """The session and the watcher of its executor pods (started once the application has its id; the
+    list it starts with has every pod made by then)."""
     from k8s_backend.spark import session
 
     settings = {k: v for k, v in cluster["conf"].items() if k != "spark.master"}
@@ -208,9 +211,9 @@ def start(
     settings.update(conf)
     keep = out.with_suffix(".logs")
     keep.mkdir(exist_ok=True)
-    pods = ExecutorPods(cluster_api(cluster), Path(cluster["pod_logs"]), keep)
     spark = session(cluster["master"], settings, name)
-    return spark, pods
+    app_id = str(spark.sparkContext.applicationId)
+    return spark, ExecutorPods(cluster_api(cluster), app_id, Path(cluster["pod_logs"]), keep)
 
 
 def decommission(spark: Any, exec_id: str) -> None:
