@@ -266,7 +266,12 @@ OOM_CONF = {
     "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:+AlwaysPreTouch",
     "spark.kubernetes.executor.oom.overheadFactor": "3.0",
     "spark.kubernetes.executor.oom.maxOverheadFactor": "3.0",
+    # A task may fail once: on, its retry fits the raised limit; off, it is OOM-killed again, and that ends
+    # the job (Spark's default, 4, would only repeat the same kill twice more).
+    "spark.task.maxFailures": "2",
 }
+# The same without OOM-aware replacements (the keys' default): the comparison's "off".
+OOM_OFF_CONF = {**OOM_CONF, "spark.kubernetes.executor.oom.overheadFactor": "1.0"}
 
 
 def hog(index: int, rows: Any) -> Any:
@@ -297,6 +302,30 @@ def oom_scenario(out: Path, cluster: Mapping[str, Any]) -> None:
             first=pod_facts(pods, "1"), replacement=pod_facts(pods, "2"),
         )  # fmt: skip
         report.step("second_job", second_answer=squares(spark))
+    finally:
+        spark.stop()
+        pods.close()
+
+
+def oom_off_scenario(out: Path, cluster: Mapping[str, Any]) -> None:
+    """The OOM scenario without OOM-aware replacements: the replacement gets the same limit and the task's
+    retry is OOM-killed there too."""
+    report = Report(out)
+    spark, pods = start(out, cluster, OOM_OFF_CONF, "node-oom-off")
+    try:
+        sc = spark.sparkContext
+        report.step("started", registered=wait_until(lambda: len(active_tasks(spark)) == 1, WAIT))
+        sc.setJobGroup("hog", "one partition over every executor's memory limit")
+        try:
+            report.step("job", answer=sc.parallelize(range(4), 4).mapPartitionsWithIndex(hog).collect())
+        except Exception as error:
+            report.step("job", error=repr(error)[-4000:])
+        report.step("tasks", **job_tasks(spark, "hog"))
+        second_ended = pods.wait_for(lambda p: bool(p.ended("2")))
+        report.step(
+            "ended", second_ended=second_ended, removed=removed_executors(spark),
+            status=backend_status(spark), first=pod_facts(pods, "1"), replacement=pod_facts(pods, "2"),
+        )  # fmt: skip
     finally:
         spark.stop()
         pods.close()
@@ -368,6 +397,7 @@ def sigterm_scenario(out: Path, cluster: Mapping[str, Any]) -> None:
 
 SCENARIOS: dict[str, Callable[[Path, Mapping[str, Any]], None]] = {
     "oom": oom_scenario,
+    "oom-off": oom_off_scenario,
     "decommission": decommission_scenario,
     "sigterm": sigterm_scenario,
 }

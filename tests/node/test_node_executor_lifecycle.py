@@ -101,6 +101,22 @@ def test_an_executor_over_its_memory_limit_is_oom_killed_and_replaced_with_more_
     assert seen["second_answer"] == SQUARES
 
 
+def test_without_oom_aware_replacements_the_retry_is_oom_killed_again(
+    node_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """The comparison's "off" (the keys' default, as Spark): the replacement has the same limit, so the
+    task's retry is OOM-killed there too and the job fails (spark.task.maxFailures=2 in both runs)."""
+    seen = run_scenario("oom-off", node_cluster, tmp_path)
+    assert seen["registered"] and "answer" not in seen, seen.get("answer")
+    assert "failed 2 times" in seen["error"], seen["error"]
+    first, replacement = seen["first"], seen["replacement"]
+    for pod in (first, replacement):
+        assert (pod["terminated"]["reason"], pod["terminated"]["exitCode"]) == ("OOMKilled", 137), pod
+        assert memory_bytes(pod["memory_limit"]) == (512 + 384) * MIB  # nothing raised
+    assert loss_of(seen, 1)["exit_code"] == 137 and "raised from" not in loss_of(seen, 1)["reason"]
+    assert not seen["status"]["oom"].get("recent"), seen["status"]["oom"]
+
+
 def test_graceful_decommission_by_the_driver_and_by_pod_deletion_through_decom_sh(
     node_cluster: LocalCluster, tmp_path: Path
 ) -> None:

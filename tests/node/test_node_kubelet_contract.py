@@ -32,8 +32,10 @@ MISSING_IMAGE = "docker.io/k8s-backend/never-built-here:0"
 FINALIZER = "k8s-backend.io/contract-test"
 # Grows by 8 MiB every 50 ms (bytes written, so resident) until something kills it.
 GROW = "import time\nchunks = []\nwhile True:\n    chunks.append(b'x' * (8 << 20))\n    time.sleep(0.05)"
-# Waits for SIGTERM without blocking it in a foreground command (bash runs traps between commands).
-WAIT_FOR_TERM = "while true; do sleep 1 & wait $!; done"
+# Says its trap is set (the test deletes the pod only then: a deletion before would find no trap), then
+# waits for SIGTERM without blocking it in a foreground command (bash runs traps between commands).
+TRAP_SET = "trap-set"
+WAIT_FOR_TERM = f"echo {TRAP_SET}; while true; do sleep 1 & wait $!; done"
 # The trap tells by its exit code whether the preStop hook ran before SIGTERM: 0 if its mark exists.
 CHECK_MARK_ON_TERM = 'on_term() { if [ -e "$MARK" ]; then exit 0; fi; exit 7; }; trap on_term TERM; '
 
@@ -203,6 +205,7 @@ def observe_all(
                 case.delete_grace is not None
                 and case.name not in deleted
                 and "running" in container_state(pods[case.name])
+                and TRAP_SET in container_output(cluster, pods[case.name])
             ):
                 api.delete(PODS, "default", case.name, grace_period_seconds=case.delete_grace)
                 deleted.add(case.name)
@@ -218,6 +221,17 @@ def observe_all(
     for name in deleted:
         api.patch(PODS, "default", name, {"metadata": {"finalizers": None}})
     return {c.name: observe(pods[c.name], frozenset(reasons.get(c.name, ()))) for c in CASES}
+
+
+def container_output(cluster: LocalCluster, pod: Obj) -> str:
+    """What the pod's container wrote so far, from its kubelet's log file."""
+    try:
+        return cluster.node.container_log(pod, "main")
+    except RuntimeError:  # the process kubelet's cluster has no real node
+        pass
+    meta = pod["metadata"]
+    path = cluster.kubelet.log_path(meta["namespace"], meta["name"], "main")
+    return path.read_text(errors="replace") if path is not None and path.exists() else ""
 
 
 @pytest.fixture(scope="module")
