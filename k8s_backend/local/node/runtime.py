@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from k8s_backend.local.control_plane.processes import ManagedProcess, Spawner, free_port, wait_gone
+from k8s_backend.local.control_plane.runner import SERVICE_CIDR
 from k8s_backend.local.node import host, service_proxy
 from k8s_backend.local.node.build import NodeBinaries, NodeBuilder
 from k8s_backend.local.node.images import PAUSE_IMAGE
@@ -268,7 +269,9 @@ class RealNode:
         changes.save()
         cni_conf = self.work_dir / "cni" / "net.d"
         cni_conf.mkdir(parents=True)
-        conflist = self.network.cni_conflist(self.work_dir / "cni" / "ipam")
+        # The Service range through the gateway: the kubernetes Service (service_proxy) for in-cluster
+        # configuration; the FORWARD rule above drops the rest.
+        conflist = self.network.cni_conflist(self.work_dir / "cni" / "ipam", routes=[SERVICE_CIDR])
         (cni_conf / "10-k8s-backend.conflist").write_text(json.dumps(conflist, indent=1))
         config = self.work_dir / "containerd" / "config.toml"
         config.parent.mkdir(parents=True)
