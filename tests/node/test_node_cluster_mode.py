@@ -9,19 +9,28 @@
   what the kubelet gave it: ``KUBERNETES_SERVICE_HOST``/``_PORT`` (the ``kubernetes`` Service's
   ClusterIP, which reaches the API server through the node's service proxy), the projected token and
   the CA. What the Role does not grant (reading Secrets) is refused.
+- Cluster mode: ``k8s-backend submit --deploy-mode cluster`` with the driver image and that account.
+  The driver pod runs the application with k8s_backend's backend, reaching the API server in-cluster
+  at Spark's default master, ``https://kubernetes.default.svc``: there is no cluster DNS here, so the
+  driver's pod template maps that name to the Service's ClusterIP (``hostAliases``). Its executors, in
+  the Spark image, reach it at its pod IP (``spark.kubernetes.executor.useDriverPodIP``, the default),
+  not through its headless Service's name, which nothing here resolves.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from k8s_backend.kube.incluster import IN_CLUSTER_HOSTS
 from k8s_backend.kube.port import PODS, SERVICES
 from k8s_backend.local.node import NodeBuilder
 from k8s_backend.local.node.images import ImageBuilder
@@ -30,6 +39,8 @@ from k8s_backend.testing import LocalCluster
 pytestmark = [pytest.mark.node, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "tests" / "real" / "apps" / "whoami_job.py"
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 DRIVER_RBAC = ROOT / "examples" / "kubernetes" / "driver-rbac.yaml"
 SITE = "/usr/local/lib/python3.11/dist-packages"
 
@@ -121,14 +132,7 @@ def test_a_pod_of_the_driver_image_runs_k8s_backend_and_sparks_pyspark_as_uid_18
 def test_a_pod_with_the_driver_rbac_service_account_reaches_the_api_in_cluster(
     node_cluster: LocalCluster, driver_image: str
 ) -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed: it applies examples/kubernetes/driver-rbac.yaml")
-    argv = [kubectl, "--kubeconfig", str(node_cluster.kubeconfig), "apply", "-n", "default"]
-    applied = subprocess.run(
-        [*argv, "-f", str(DRIVER_RBAC)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert applied.returncode == 0, applied.stderr
+    apply_driver_rbac(node_cluster)
     container = {"name": "driver", "image": driver_image, "imagePullPolicy": "Never",
                  "args": ["python3", "-c", IN_CLUSTER]}  # fmt: skip
     spec = {"serviceAccountName": "spark-driver", "containers": [container]}
@@ -140,3 +144,78 @@ def test_a_pod_with_the_driver_rbac_service_account_reaches_the_api_in_cluster(
     assert "service account" in seen["source"]
     assert "in-cluster" in seen["pods"]  # itself, listed through the ClusterIP with its own token
     assert seen["secrets"] == 403  # the Role grants Secrets create and deletecollection only
+
+
+def apply_driver_rbac(cluster: LocalCluster) -> None:
+    """``kubectl apply -n default -f examples/kubernetes/driver-rbac.yaml``, as a user would."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: it applies examples/kubernetes/driver-rbac.yaml")
+    argv = [kubectl, "--kubeconfig", str(cluster.kubeconfig), "apply", "-n", "default"]
+    applied = subprocess.run(
+        [*argv, "-f", str(DRIVER_RBAC)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert applied.returncode == 0, applied.stderr
+
+
+def test_cluster_mode_runs_the_driver_in_the_driver_image_with_its_service_account(
+    node_cluster: LocalCluster, driver_image: str, tmp_path: Path
+) -> None:
+    apply_driver_rbac(node_cluster)
+    api = node_cluster.api()
+    service = api.get(SERVICES, "default", "kubernetes")
+    cluster_ip, port = service["spec"]["clusterIP"], str(service["spec"]["ports"][0]["port"])
+    # No cluster DNS here: the driver pod's template names the API server's Service, as /etc/hosts
+    # entries (hostAliases), so that Spark's default master resolves to its ClusterIP.
+    template = tmp_path / "driver-template.yaml"
+    template.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Pod",
+        "spec": {"hostAliases": [{"ip": cluster_ip, "hostnames": list(IN_CLUSTER_HOSTS)}]},
+    }))  # fmt: skip
+    pod = "cluster-mode-driver"
+    spark_image = node_cluster.spark_conf()["spark.kubernetes.container.image"]
+    conf = {
+        "spark.kubernetes.driver.podTemplateFile": str(template),
+        "spark.kubernetes.container.image": driver_image,
+        "spark.kubernetes.executor.container.image": spark_image,  # executors run no k8s_backend code
+        "spark.kubernetes.container.image.pullPolicy": "Never",
+        "spark.kubernetes.authenticate.driver.serviceAccountName": "spark-driver",
+        "spark.kubernetes.driver.pod.name": pod,
+        "spark.executor.instances": "2",
+        "spark.driver.memory": "512m",
+        "spark.executor.memory": "512m",
+        # Two cores in all on this node, shared with whatever else runs here.
+        "spark.kubernetes.driver.request.cores": "100m",
+        "spark.kubernetes.executor.request.cores": "100m",
+        "spark.ui.enabled": "false",
+        "spark.driver.extraJavaOptions": FAST_JVM,
+        "spark.executor.extraJavaOptions": FAST_JVM,
+    }
+    script = shutil.which("k8s-backend")
+    argv = [script] if script else [sys.executable, "-m", "k8s_backend.cli.main"]
+    argv += ["submit", "--master", "pyk8s://", "--deploy-mode", "cluster"]
+    for key, value in conf.items():
+        argv += ["--conf", f"{key}={value}"]
+    env = {**os.environ, "KUBECONFIG": str(node_cluster.kubeconfig)}
+    done = subprocess.run(
+        [*argv, str(APP)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600, check=False
+    )
+    driver = api.get(PODS, "default", pod)
+    log = node_cluster.node.container_log(driver, "spark-kubernetes-driver")
+    assert done.returncode == 0, f"{done.stderr[-3000:]}\ndriver log:\n{log[-6000:]}"
+    seen = last_json(log)
+    assert (seen["sum"], seen["executors"]) == (499500, 2)
+    # In-cluster: Spark's default master (the Service's name, at its ClusterIP), the projected token.
+    assert seen["master"] == "pyk8s://https://kubernetes.default.svc"
+    assert seen["kubernetes_service"] == [cluster_ip, port]
+    # (The application's own client, from the in-cluster master, takes the Service's variables; the
+    # backend's went by the name: without the template's hostAliases it failed to resolve it.)
+    assert seen["client_host"] == f"https://{cluster_ip}:{port}"
+    assert "service account" in seen["client_source"]
+    assert seen["user"] == "system:serviceaccount:default:spark-driver"
+    assert driver["spec"]["serviceAccountName"] == "spark-driver"
+    assert driver["status"]["phase"] == "Succeeded"
+    app_id = driver["metadata"]["labels"]["spark-app-selector"]
+    selector = f"spark-role=executor,spark-app-selector={app_id}"
+    assert node_cluster.wait_until(lambda: not api.list(PODS, "default", label_selector=selector).items, 120)
+    api.delete(PODS, "default", pod)
