@@ -19,11 +19,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -32,7 +36,7 @@ import pytest
 
 from k8s_backend.kube.incluster import IN_CLUSTER_HOSTS
 from k8s_backend.kube.port import PODS, SERVICES
-from k8s_backend.local.node import NodeBuilder
+from k8s_backend.local.node import NodeBuilder, host, service_proxy
 from k8s_backend.local.node.images import ImageBuilder
 from k8s_backend.testing import LocalCluster
 
@@ -219,3 +223,70 @@ def test_cluster_mode_runs_the_driver_in_the_driver_image_with_its_service_accou
     selector = f"spark-role=executor,spark-app-selector={app_id}"
     assert node_cluster.wait_until(lambda: not api.list(PODS, "default", label_selector=selector).items, 120)
     api.delete(PODS, "default", pod)
+
+
+CONNECT = """
+import socket, sys
+try:
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3) as s:
+        print(s.recv(16).decode())
+except OSError as error:
+    print(type(error).__name__)
+"""
+
+
+def connect_from(namespace: str, host: str, port: int) -> str:
+    """What a connection from network namespace ``namespace`` to ``host:port`` reads (or its error)."""
+    argv = ["ip", "netns", "exec", namespace, sys.executable, "-c", CONNECT, host, str(port)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+
+
+def test_the_service_proxy_reaches_one_loopback_port_from_its_bridge_only_and_goes_with_it() -> None:
+    if os.geteuid() != 0 or shutil.which("iptables") is None:
+        pytest.skip("needs root and iptables")
+    suffix = secrets.token_hex(3)
+    network, namespace = host.pick_network(suffix), f"k8sb-test-{suffix}"
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:  # "api" to every connection, until the listener is closed
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = listener.accept()
+                with connection:
+                    connection.sendall(b"api")
+
+    serving = threading.Thread(target=serve, daemon=True)
+    host.create_bridge(network)
+    # As on a node: what the "pod" sends anywhere but its bridge (10.0.0.1 before the DNAT) is dropped.
+    forward_rule = host.keep_pod_traffic_here(network)
+    try:
+        veth, peer = f"vt{suffix}", f"vp{suffix}"
+        gateway, prefix = network.gateway, network.subnet.split("/")[1]
+        pod_ip = network.gateway.rsplit(".", 1)[0] + ".2"
+        for argv in (
+            ["ip", "netns", "add", namespace],
+            ["ip", "link", "add", veth, "type", "veth", "peer", "name", peer],
+            ["ip", "link", "set", peer, "netns", namespace],
+            ["ip", "link", "set", veth, "master", network.bridge, "up"],
+            ["ip", "-n", namespace, "addr", "add", f"{pod_ip}/{prefix}", "dev", peer],
+            ["ip", "-n", namespace, "link", "set", peer, "up"],
+            ["ip", "-n", namespace, "route", "add", "10.0.0.0/24", "via", gateway],
+        ):
+            host.run(argv)
+        serving.start()
+        assert connect_from(namespace, "10.0.0.1", 443) != "api"  # nothing before
+        service_proxy.expose_api_server(network.bridge, "10.0.0.1", 443, port)
+        assert connect_from(namespace, "10.0.0.1", 443) == "api"
+        assert connect_from(namespace, "10.0.0.1", port) != "api"  # only the Service's port
+        assert service_proxy.remove(network.bridge) == []
+        rules = host.run(["iptables-save"]).stdout
+        assert service_proxy.chain_name(network.bridge) not in rules
+        assert f"{network.bridge}: the kubernetes Service" not in rules  # the jumps' comment
+        assert connect_from(namespace, "10.0.0.1", 443) != "api"
+    finally:
+        service_proxy.remove(network.bridge)
+        host.remove_rule(forward_rule)
+        host.run(["ip", "netns", "del", namespace], check=False)
+        host.delete_bridge(network.bridge)
+        listener.close()
