@@ -163,6 +163,8 @@ class ExecutorPodsAllocator:
             wakeup.cancel()
         self._pacer.halt()
         self._requests.shutdown()
+        if self.quota is not None:
+            self.quota.stop()  # its watches' threads and connections
 
     def stop(self) -> None:
         """Halt, then delete every executor pod of the application (Spark's stop(appId))."""
@@ -359,7 +361,10 @@ class ExecutorPodsAllocator:
                     requests = self.quota.cap(requests, profiles)
                 for request in requests:
                     profile = self._profiles[request.rp_id]
+                    first = len(results)
                     self._requests.request(request, profile, pvcs_in_use, pace.concurrency, results)
+                    if self.quota is not None:  # the pods its view does not count yet, refusals over quota
+                        self.quota.created(request.rp_id, [r.creation for r in results[first:]])
             else:
                 # The plan counted on those deletions to free pending slots; decide again next round.
                 log.info("Not requesting executors this round: an excess pod deletion failed.")

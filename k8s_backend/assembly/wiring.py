@@ -24,6 +24,7 @@ from k8s_backend.allocation.owner_allocator import OwnerPodsAllocator, OwnerSett
 from k8s_backend.allocation.owner_objects import OwnerKind
 from k8s_backend.allocation.pods_allocator import PodsAllocator
 from k8s_backend.allocation.quota import PodDemand, QuotaGate, demand_from
+from k8s_backend.allocation.quota_watch import QuotaWatch
 from k8s_backend.allocation.settings import AllocatorListeners, AllocatorSettings
 from k8s_backend.assembly.application import Application, check_identity, plan_application
 from k8s_backend.assembly.rolling import build_roller, roll_settings
@@ -52,6 +53,7 @@ from k8s_backend.gang.setup import plan_gang
 from k8s_backend.gang.start import GangStart
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.lifecycle.autoscaler_hints_writer import AutoscalerHintsWriter
+from k8s_backend.lifecycle.block_migration import BlockMigration
 from k8s_backend.lifecycle.decisions import LifecycleDecider
 from k8s_backend.lifecycle.disruption_watcher import DisruptionWatcher, NodeReader
 from k8s_backend.lifecycle.disruptions import DisruptionDecider, parse_taints
@@ -369,6 +371,7 @@ def _monitor(
         interval=conf.snapshots.event_processing_interval,
         on_application_failed=failures.report,
         registered_ids=None if driver is None else driver.registered_executors,
+        block_migration=BlockMigration.from_properties(conf.spark_properties),
     )
 
 
@@ -560,7 +563,7 @@ def _quota_gate(app: Application, runtime: Runtime, booster: OomBooster | None) 
             memory += booster.overhead_mib(profile.id, resources.overhead_mib) - resources.overhead_mib
         return demand_from(memory, resources.cpu_request, resources.cpu_limit)
 
-    return QuotaGate(runtime.api, conf.namespace, demand_of)
+    return QuotaGate(QuotaWatch(runtime.api, conf.namespace, runtime.clock), demand_of)
 
 
 def _node_avoider(app: Application, runtime: Runtime) -> NodeAvoider | None:

@@ -294,6 +294,11 @@ class SchedulerBackendHooks:
         self.parts.operations.label_decommissioning(list(executor_ids))
         return True
 
+    def decommission_ended(self, executor_id: str, spark_reason: str) -> None:
+        """Spark removes a decommissioning executor for ``spark_reason`` (the executor's own "Finished
+        decommissioning" once its blocks migrated, or another reason): the timeline says which."""
+        self.parts.events.decommission_ended(executor_id, spark_reason)
+
     def generate_executor_id(self, pod_name: str) -> int:
         """Spark's GenerateExecID, for an executor whose id is EXECID (statefulset/deployment allocators)."""
         return self.parts.allocator.generate_executor_id(pod_name)

@@ -259,13 +259,22 @@ def describe(
     image: str,
     ca_cert: str | None = None,
     control_plane: str = "embedded",
+    driver_host: str = "127.0.0.1",
+    runtime: str = "processes",
 ) -> str:
-    """The instructions printed once the cluster is up."""
+    """The instructions printed once the cluster is up (``driver_host``: where pods reach this machine)."""
     kind = (
         "a real control plane (kube-apiserver, etcd, kube-scheduler, kube-controller-manager)"
         if control_plane == "kubernetes"
         else "the embedded API server"
     )
+    if runtime == "containers":
+        kind += " and a real node (kubelet, containerd, runc)"
+        pods = f"executor pods run in containers of {image}; they reach this driver at {driver_host}"
+        logs = "`kubectl logs POD`"
+    else:
+        pods = "executor pods run as local JVMs on pyspark's jars"
+        logs = "container logs under pods/<namespace>_<pod>_<uid>/logs/"
     auth = f" \\\n    --conf spark.kubernetes.authenticate.oauthToken={token}" if token else ""
     backend_auth = f"\n  spark.kubernetes.authenticate.oauthToken={token}" if token else ""
     if ca_cert:
@@ -276,17 +285,17 @@ k8s-backend local cluster is running.
   API server:  {url}
   served by:   {kind}
   kubeconfig:  {kubeconfig}
-  work dir:    {work_dir}  (container logs under pods/<namespace>_<pod>_<uid>/logs/)
+  work dir:    {work_dir}  ({logs})
 
 kubectl:
   export KUBECONFIG={kubeconfig}
   kubectl get pods -w
 
-Spark (client mode; executor pods run as local JVMs on pyspark's jars):
+Spark (client mode; {pods}):
   pyspark --master k8s://{url} \\
     --conf spark.kubernetes.container.image={image} \\
     --conf spark.kubernetes.namespace=default \\
-    --conf spark.driver.host=127.0.0.1{auth}
+    --conf spark.driver.host={driver_host}{auth}
 
 k8s_backend:
   spark.master=pyk8s://{url}   (or KUBECONFIG={kubeconfig} with spark.master=pyk8s://){backend_auth}
@@ -358,15 +367,19 @@ def run_local(
             entry = _kubeconfig_entry(cluster, path, name)
             entry.add()
             kubeconfig = f"{path}  (context {name}, the current one until this cluster stops)"
+        spark_conf = cluster.spark_conf()  # the node's own image and the driver host its pods reach
+        containers = getattr(args, "runtime", "processes") == "containers"
         stream.write(
             describe(
                 cluster.url,
                 kubeconfig,
                 str(cluster.work_dir),
                 cluster.token,
-                args.image,
+                spark_conf["spark.kubernetes.container.image"] if containers else args.image,
                 str(cluster.ca_cert) if cluster.ca_cert is not None else None,
                 control_plane,
+                driver_host=spark_conf["spark.driver.host"],
+                runtime=getattr(args, "runtime", "processes"),
             )
         )
         stream.flush()

@@ -307,11 +307,12 @@ LIFECYCLE_KEYS: tuple[Key, ...] = (
         "spark.kubernetes.allocation.quotaAware",
         Kind.BOOL,
         "true",
-        "Before creating executor pods, list the namespace's ResourceQuotas (and LimitRanges' container "
+        "Before creating executor pods, read the namespace's ResourceQuotas (and LimitRanges' container "
         "defaults) and cap the round at what fits, logging once which quota and resource allocation waits "
-        "for; allocation resumes when the quota frees. Needs list on resourcequotas and limitranges "
-        "(one warning and no cap without it). Scoped quotas are not modelled (the API server enforces "
-        "them).",
+        "for; allocation resumes when the quota frees. Each kind is listed once (the LimitRanges only once a "
+        "quota exists), then watched: at most two lists and two open watches, no request per round. Needs "
+        "list and watch on resourcequotas and limitranges (one warning and no cap without list; a list per "
+        "round without watch). Scoped quotas are not modelled (the API server enforces them).",
         field="lifecycle.quota_aware",
         has_spark_entry=False,
     ),

@@ -1,10 +1,11 @@
 """What happens to an executor, told to whoever follows executors: the named listener type of the backend.
 
 The allocator tells that an executor was requested (its pod created) or that its pod could not be
-created; the driver's hooks tell that executors are being killed or decommissioned; the lifecycle manager
-tells that an executor is gone, with why. The executor monitor (histories, status, the timeline) and the
-metrics' failure counter implement :class:`ExecutorEvents`; the composition root hands each producer one
-:class:`ExecutorEventsFanout` over them, so every change reaches every consumer by one route.
+created; the driver's hooks tell that executors are being killed or decommissioned, and why Spark removes
+a decommissioning executor; the lifecycle manager tells that an executor is gone, with why. The executor
+monitor (histories, status, the timeline) and the metrics' failure counter implement
+:class:`ExecutorEvents`; the composition root hands each producer one :class:`ExecutorEventsFanout` over
+them, so every change reaches every consumer by one route.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ class ExecutorEvents(Protocol):
         cordon or a disruption taint); its decommission follows."""
         ...
 
+    def decommission_ended(self, executor_id: str, spark_reason: str) -> None:
+        """Spark removes a decommissioning executor for ``spark_reason``: the executor's own
+        ("Finished decommissioning": no task left and, with block migration on, its blocks migrated) or
+        another one (it was lost first)."""
+        ...
+
     def removed(self, executor_id: int, loss: ExecutorLoss) -> None:
         """The executor is gone, and the driver was told why."""
         ...
@@ -73,6 +80,10 @@ class ExecutorEventsFanout:
     def disruption_noticed(self, executor_id: str, pod_name: str, reason: str) -> None:
         for listener in self._listeners:
             self._guard(listener.disruption_noticed, executor_id, pod_name, reason)
+
+    def decommission_ended(self, executor_id: str, spark_reason: str) -> None:
+        for listener in self._listeners:
+            self._guard(listener.decommission_ended, executor_id, spark_reason)
 
     def removed(self, executor_id: int, loss: ExecutorLoss) -> None:
         for listener in self._listeners:

@@ -62,6 +62,9 @@ class ExecutorFailures:
     def disruption_noticed(self, executor_id: str, pod_name: str, reason: str) -> None:
         """Its decommission follows, which is what makes its end no failure."""
 
+    def decommission_ended(self, executor_id: str, spark_reason: str) -> None:
+        """Its decommission was asked for already, which made its end no failure."""
+
     def expect_removal(self, executor_ids: Iterable[str]) -> None:
         """The driver asked to kill or decommission these executors: their end is no failure."""
         ids = {int(i) for i in executor_ids if str(i).isdigit()}

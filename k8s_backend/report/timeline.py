@@ -2,11 +2,12 @@
 
 :class:`Timeline` is plain data: a row of coloured spans per executor (requested, pending with its
 reason, running, registered, ended with its exit code), the target over time, and markers for kills,
-decommissions and API errors. :func:`render_html` draws it as inline SVG; hovering a span or a marker
-shows its details (SVG ``<title>``), so the file needs no script and works offline. The data comes from
-the backend's executor tracker at ``stop()`` (:func:`k8s_backend.report.from_histories`) or, for a running
-application, from what the cluster shows of it (:func:`k8s_backend.report.from_pods`), with notes on the
-page saying what that cannot show.
+disruption notices, decommissions (started, finished with its blocks migrated, gone) and API errors.
+:func:`render_html` draws it as inline SVG; hovering a span or a marker shows its details (SVG
+``<title>``), so the file needs no script and works offline. The data comes from the backend's executor
+tracker at ``stop()`` (:func:`k8s_backend.report.from_histories`) or, for a running application, from
+what the cluster shows of it (:func:`k8s_backend.report.from_pods`), with notes on the page saying what
+that cannot show.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ MARKER_COLOURS = {
     "kill": "#db6d28",
     "notice": "#d29922",  # Kubernetes gave notice it will take an executor's pod away
     "decommission": "#a371f7",
+    "migrated": "#1b7c83",  # a decommissioned executor finished: its blocks migrated (or none were to)
     "gone": "#8b949e",  # an executor decommissioned on notice has ended
     "api-error": "#f85149",
     "note": "#6e7681",

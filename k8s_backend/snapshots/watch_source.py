@@ -18,17 +18,16 @@ import threading
 from collections.abc import Callable
 
 from k8s_backend.common import Clock
-from k8s_backend.kube.backoff import retry_delay
 from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
-from k8s_backend.kube.retry import caller_retries, should_retry
+from k8s_backend.kube.retry import caller_retries
+from k8s_backend.kube.watch_backoff import failure_delay, misbehaving_delay
 from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.store import SnapshotsStore
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SERVER_TIMEOUT = 300  # seconds the server keeps one watch open (jittered)
-MAX_BACKOFF = 30.0  # of a server that misbehaves without an error; API errors: kube.backoff.MAX_DELAY
 SHORT_WATCH = 1.0  # seconds: a watch that ends sooner with no events counts as a failure
 
 
@@ -142,12 +141,7 @@ class ExecutorPodsWatchSnapshotSource:
             self._failures += 1
             self.restarts += 1
             self.last_error = str(error)
-            if should_retry(error):  # transient: the short back-off, at least the Retry-After
-                retry_after = error.retry_after if isinstance(error, ApiError) else None
-                scale = 0.5 + self._rng() / 2
-                delay = retry_delay(self._failures, retry_after=retry_after, scale=scale)
-            else:
-                delay = self._backoff()
+            delay = failure_delay(self._failures, error, self._rng())
             level = logging.WARNING if isinstance(error, ApiError) else logging.ERROR
             log.log(
                 level,
@@ -203,8 +197,7 @@ class ExecutorPodsWatchSnapshotSource:
             stream.close()
 
     def _backoff(self) -> float:
-        base = min(MAX_BACKOFF, 0.5 * 2 ** min(self._failures - 1, 10))
-        return float(base * (0.5 + self._rng() / 2))
+        return misbehaving_delay(self._failures, self._rng())
 
     def stop(self, timeout: float = 5.0) -> None:
         """Close the watch and wait for the thread to end."""

@@ -50,6 +50,8 @@ class BackendHooks(Protocol):
 
     def decommission_executors(self, executor_ids: Sequence[str]) -> object: ...
 
+    def decommission_ended(self, executor_id: str, spark_reason: str) -> None: ...
+
     def is_executor_excluded(self, executor_id: str) -> bool: ...
 
     def sufficient_resources_registered(self) -> bool: ...
@@ -192,6 +194,12 @@ class PythonBackendCallbacks:
             return
         self._queue(
             "decommissionExecutors", lambda: self.backend.decommission_executors(_ids(executor_ids_json))
+        )
+
+    def decommissionEnded(self, executor_id: str, reason: str) -> None:
+        # Called on Spark's RPC thread as it handles the executor's RemoveExecutor: queued, never waited on.
+        self._queue(
+            "decommissionEnded", lambda: self.backend.decommission_ended(str(executor_id), str(reason))
         )
 
     @property

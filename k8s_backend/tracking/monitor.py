@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 from k8s_backend.common import Clock
+from k8s_backend.lifecycle.block_migration import BlockMigration, decommission_outcome
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.report import Move, Timeline, TimelineLog
 from k8s_backend.snapshots.snapshot import SnapshotBatch
@@ -21,6 +22,8 @@ from k8s_backend.tracking.states import ExecutorState
 from k8s_backend.tracking.tracker import ExecutorStuck, ExecutorTracker, ImagePullFailed
 
 log = logging.getLogger(__name__)
+
+NO_MIGRATION = BlockMigration()  # Spark's defaults: spark.storage.decommission.enabled=false
 
 
 class ExecutorMonitor:
@@ -35,9 +38,11 @@ class ExecutorMonitor:
         interval: float = 1.0,
         on_application_failed: Callable[[str], None] | None = None,
         registered_ids: Callable[[], Iterable[str]] | None = None,
+        block_migration: BlockMigration = NO_MIGRATION,
     ) -> None:
         """``registered_ids``: the executor ids the driver has registered (their times go into the
-        timeline)."""
+        timeline). ``block_migration``: Spark's ``spark.storage.decommission.*`` settings, which say what a
+        finished decommission did with the executor's blocks."""
         self._tracker = tracker
         self._registered_ids = registered_ids
         self._timeline = TimelineLog(started_at=clock.now())
@@ -45,6 +50,7 @@ class ExecutorMonitor:
         self._clock = clock
         self._interval = interval
         self._on_application_failed = on_application_failed
+        self._block_migration = block_migration
         self._lock = threading.Lock()
         self._failed = False
         self._told_ended: set[int] = set()
@@ -111,6 +117,17 @@ class ExecutorMonitor:
             self._timeline.marker(
                 self._clock.now(), "notice", f"executor {executor_id} (pod {pod_name}): {reason}"
             )
+
+    def decommission_ended(self, executor_id: str, spark_reason: str) -> None:
+        """A ``migrated`` marker when the executor finished its decommission itself (no task left and,
+        with block migration on, its blocks migrated); nothing when it was lost first."""
+        text = decommission_outcome(str(executor_id), spark_reason, self._block_migration)
+        if text is None:
+            log.info("Decommissioning executor %s removed before it finished: %s", executor_id, spark_reason)
+            return
+        log.info("%s", text[0].upper() + text[1:])
+        with self._lock:
+            self._timeline.marker(self._clock.now(), "migrated", text)
 
     def target(self, total: int) -> None:
         """The driver asked for ``total`` executors (all profiles)."""

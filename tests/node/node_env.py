@@ -8,6 +8,8 @@ binaries and images, before the tests.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 
 from k8s_backend.local.control_plane import ControlPlaneBuilder
 from k8s_backend.local.node import NodeBuilder
@@ -29,3 +31,14 @@ def node_missing() -> str | None:
     if layers:
         return f"the node's images are not built ({', '.join(layers)} layers): {BUILD}"
     return None
+
+
+def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
+    """Re-check ``condition`` every 0.2 s until it holds (True) or ``timeout`` seconds passed (False): a
+    real kubelet, and a process on this machine, signal nothing to wait on."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True

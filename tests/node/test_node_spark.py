@@ -13,12 +13,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from node_env import node_missing
+from node_env import node_missing, wait_for
 
 from k8s_backend.kube.port import CONFIG_MAPS, PODS, SECRETS
 from k8s_backend.local.node import host
@@ -272,13 +271,3 @@ def test_the_owner_killed_leaves_nothing_behind(tmp_path: Path, signum: int) -> 
 def processes_naming(path: str) -> str:
     """``pgrep -a -f path``: the processes whose command line names ``path``."""
     return subprocess.run(["pgrep", "-a", "-f", path], capture_output=True, text=True).stdout.strip()
-
-
-def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
-    """Wait until ``condition`` holds (re-checked every 0.2 s), at most ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True

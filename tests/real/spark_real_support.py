@@ -250,6 +250,14 @@ def second_job_tasks(spark: Any, group: str) -> dict[str, int]:
     return {"recomputed_tasks": recomputed, "failed_tasks": failed, "stage_retries": retries}
 
 
+def timeline_markers(spark: Any) -> list[list[str]]:
+    """The backend's timeline markers so far, ``[kind, text]`` in order (what its HTML page draws)."""
+    from k8s_backend.spark.status import FACTORY_ATTRIBUTE
+
+    backend = getattr(spark.sparkContext._gateway, FACTORY_ATTRIBUTE).current.backend
+    return [[kind, text] for _, kind, text in backend.parts.monitor.recent_activity(50)[1]]
+
+
 def drain_scenario(out: Path, cluster: Mapping[str, Any], *, on: bool) -> None:
     """A job writes shuffle outputs on two executors, one node is drained (cordon, then the eviction
     API, as kubectl drain does), then a second job reads those outputs. With decommission on notice the
@@ -287,6 +295,9 @@ def drain_scenario(out: Path, cluster: Mapping[str, Any], *, on: bool) -> None:
                     api.create(Resource("Eviction", f"pods/{name}/eviction"), "default", body)
         gone = wait_until(lambda: set(drained) <= set(removed_executors(spark)))
         report.step("drained", drained=drained, drained_node=drained_node, gone_in_spark=gone)
+        # Each drained executor's end is on the timeline ("gone" follows its pod's end).
+        ended = wait_until(lambda: sum(k == "gone" for k, _ in timeline_markers(spark)) >= len(drained))
+        report.step("timeline", markers=timeline_markers(spark), timeline_ended=ended)
         sc.setJobGroup("second", "reads the first job's shuffle outputs")
         sizes = pairs.mapPartitions(lambda rows: [sum(1 for _ in rows)]).collect()
         report.step(

@@ -9,6 +9,7 @@ decommission, and how many replacements were Running before the first eviction w
 
 from __future__ import annotations
 
+import collections
 import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,7 +30,7 @@ from backend_real_support import (
 )
 
 from k8s_backend import KubernetesClusterSchedulerBackend
-from k8s_backend.allocation.quota import RESOURCE_QUOTAS
+from k8s_backend.allocation.quota_watch import LIMIT_RANGES, RESOURCE_QUOTAS
 from k8s_backend.kube.delegate import DelegatingKubernetesApi
 from k8s_backend.kube.port import NODES, ForbiddenError, KubernetesApi, Resource
 from k8s_backend.lifecycle.autoscaler_hints import (
@@ -273,13 +274,17 @@ def test_an_oom_killed_executor_is_replaced_with_more_overhead_by_the_process_ku
 
 
 class CountingApi(DelegatingKubernetesApi):
-    """Counts the pod creates the API server refuses with 403 (exceeded quota)."""
+    """Counts the pod creates the API server refuses with 403 (exceeded quota), and the requests for
+    ResourceQuotas and LimitRanges by verb."""
 
     def __init__(self, api: KubernetesApi) -> None:
         super().__init__(api)
         self.refused = 0
+        self.quota_requests: collections.Counter[str] = collections.Counter()
 
     def around(self, verb: str, resource: Resource, call: Callable[[], _T]) -> _T:
+        if resource.plural in (RESOURCE_QUOTAS.plural, LIMIT_RANGES.plural):
+            self.quota_requests[verb] += 1
         try:
             return call()
         except ForbiddenError:
@@ -336,6 +341,8 @@ def allocate_into_quota(cluster: LocalCluster, template: Path, *, on: bool) -> d
         "refused_creates": counting.refused,
         "warning_lines": len(warnings),
         "quota_wait_lines": sum("Allocation waits for quota" in r.getMessage() for r in records),
+        "quota_lists": counting.quota_requests["list"],
+        "quota_watches": counting.quota_requests["watch"],
     }
     print(f"50 executors into a 10-pod quota, quotaAware={on}: {figures}")
     return figures
@@ -347,8 +354,13 @@ def test_quota_aware_allocation_sends_no_create_the_quota_refuses(
     on = allocate_into_quota(cluster, template, on=True)
     assert on["refused_creates"] == 0
     assert on["quota_wait_lines"] == 1
+    # One list of ResourceQuotas and one of LimitRanges, then their two watches (renewed only after the
+    # server's watch timeout, minutes): not a list per round.
+    assert on["quota_lists"] == 2, on
+    assert 2 <= on["quota_watches"] <= 4, on
     off = allocate_into_quota(cluster, template, on=False)
     assert off["refused_creates"] > 0 and off["quota_wait_lines"] == 0
+    assert off["quota_lists"] == off["quota_watches"] == 0
 
 
 def test_a_node_whose_executors_keep_being_killed_is_avoided_by_the_real_scheduler(

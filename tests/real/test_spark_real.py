@@ -132,6 +132,13 @@ def test_a_pyspark_job_scales_loses_an_executor_and_scales_down(
     assert cluster.kubelet.processes() == []
 
 
+def about(executor_id: str, kind: str, text: str) -> bool:
+    """Whether a timeline marker is about this executor ("decommissioning 1, 2" names several)."""
+    if kind == "decommission":
+        return executor_id in text.removeprefix("decommissioning ").split(", ")
+    return text.startswith((f"executor {executor_id} ", f"executor {executor_id},"))
+
+
 def test_a_drain_with_decommission_on_notice_keeps_every_shuffle_block(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
@@ -142,6 +149,12 @@ def test_a_drain_with_decommission_on_notice_keeps_every_shuffle_block(
         assert seen["first_count"] == 4000 and sum(seen["second_sizes"]) == 4000  # the right answer
         assert seen["drained"] and seen["gone_in_spark"]
         figures[mode] = {k: seen[k] for k in ("drained", "recomputed_tasks", "failed_tasks", "stage_retries")}
+        if mode == "on":
+            assert seen["timeline_ended"], seen["markers"]
+            for executor_id in seen["drained"]:
+                # Item 6: noticed, decommission started, blocks migrated, pod gone, in that order.
+                kinds = [kind for kind, text in seen["markers"] if about(executor_id, kind, text)]
+                assert kinds == ["notice", "decommission", "migrated", "gone"], seen["markers"]
     print(f"drain figures: {figures}")
     on, off = figures["on"], figures["off"]
     # On: the drained executors' shuffle blocks migrated; nothing was recomputed or retried.

@@ -1,6 +1,7 @@
 """Who may talk to the control plane: a static token file for the API server (an admin in
 ``system:masters``, the controller manager's and scheduler's own users, which the default RBAC policy
-already binds, and the process kubelet as a node in ``system:nodes``) and a kubeconfig per user.
+already binds, and the process kubelet as a node in ``system:nodes``), a kubeconfig per user, and the
+roles of the API server's own user towards kubelets.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ SCHEDULER = "system:kube-scheduler"
 # ``system:node`` ClusterRole (every node's permissions, as clusters before Kubernetes 1.8 did).
 KUBELET = "system:node:k8s-backend-kubelet"
 NODES_GROUP = "system:nodes"
+# The API server's user towards kubelets (``kubectl logs``, ``exec``): its client certificate names it, and
+# :func:`kubelet_client_role_binding` gives it the built-in ``system:kubelet-api-admin`` ClusterRole, which
+# a kubelet's webhook authorizer checks.
+KUBELET_CLIENT = "k8s-backend:kube-apiserver-kubelet-client"
 
 
 @attrs.frozen
@@ -79,12 +84,23 @@ class Credentials:
 
 def kubelet_role_binding(user: TokenUser) -> dict[str, Any]:
     """The ClusterRoleBinding of the ``system:node`` ClusterRole to the kubelet's user."""
+    return cluster_role_binding("k8s-backend:process-kubelet", "system:node", user.name)
+
+
+def kubelet_client_role_binding() -> dict[str, Any]:
+    """The ClusterRoleBinding of ``system:kubelet-api-admin`` to :data:`KUBELET_CLIENT`."""
+    return cluster_role_binding("k8s-backend:kube-apiserver-kubelet-client", "system:kubelet-api-admin",
+                                KUBELET_CLIENT)  # fmt: skip
+
+
+def cluster_role_binding(name: str, role: str, user: str) -> dict[str, Any]:
+    """A ClusterRoleBinding ``name`` of the ClusterRole ``role`` to the User ``user``."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": "k8s-backend:process-kubelet"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name}],
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
     }
 
 

@@ -7,7 +7,9 @@
 Every process listens on 127.0.0.1 only, on free ports. The API server serves TLS with a certificate
 signed by a CA made for this cluster, authenticates static tokens (an admin in ``system:masters``; the
 controller manager, scheduler and process kubelet as their own users), authorizes with RBAC and Node,
-and signs service-account tokens. ``__enter__`` returns once ``/readyz`` is ok and the ``default``
+and signs service-account tokens. It reaches kubelets (logs, exec) with a client certificate of that CA
+bound to ``system:kubelet-api-admin``, and checks their serving certificates, which :meth:`ControlPlane.sign`
+makes, against it. ``__enter__`` returns once ``/readyz`` is ok and the ``default``
 ServiceAccount of namespace ``default`` exists (pods are refused with 403 before). Everything is
 stopped on exit, and by the kernel if the owner dies (see :mod:`k8s_backend.local.control_plane.processes`).
 """
@@ -28,10 +30,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from k8s_backend.local.control_plane.build import ControlPlaneBinaries, ControlPlaneBuilder
-from k8s_backend.local.control_plane.certs import ClusterPki, make_pki
+from k8s_backend.local.control_plane.certs import CertificateSpec, ClusterPki, issue_certificate, make_pki
 from k8s_backend.local.control_plane.credentials import (
     Credentials,
     TokenUser,
+    kubelet_client_role_binding,
     kubelet_role_binding,
     write_kubeconfig,
 )
@@ -138,7 +141,7 @@ class ControlPlane:
             self._wait("kube-apiserver /readyz", self._ready, self._start_timeout)
             self.timings["readyz"] = time.monotonic() - started
             self._write_kubeconfigs()
-            self._bind_kubelet_role()
+            self._bind_kubelet_roles()
             self._start_controller_manager(binaries)
             if self._with_scheduler:
                 self._start_scheduler(binaries)
@@ -210,6 +213,11 @@ class ControlPlane:
         """Path of the process kubelet's kubeconfig (a node user in ``system:nodes``)."""
         return str(self.work_dir / "kubelet.kubeconfig")
 
+    def sign(self, spec: CertificateSpec, cert: Path, key: Path) -> None:
+        """Write a new key to ``key`` and a certificate for ``spec`` signed by this cluster's CA to ``cert``
+        (a kubelet's serving certificate, for instance: the API server checks it against that CA)."""
+        issue_certificate(self._running(self._pki), spec, cert, key)
+
     def api(self, namespace: str = "default", *, kubeconfig: str | None = None) -> OfficialKubernetesApi:
         """k8s_backend's official-client adapter, configured from :attr:`kubeconfig` (or another of this
         cluster's kubeconfigs, such as :attr:`kubelet_kubeconfig`); closed on exit."""
@@ -279,6 +287,12 @@ class ControlPlane:
             f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
             f"--client-ca-file={pki.ca_cert}",
             f"--token-auth-file={tokens}",
+            # Towards kubelets (logs, exec): a client certificate, the CA their serving certificates come
+            # from (:meth:`sign`), and the node's InternalIP (its Hostname resolves nowhere here).
+            f"--kubelet-client-certificate={pki.kubelet_client_cert}",
+            f"--kubelet-client-key={pki.kubelet_client_key}",
+            f"--kubelet-certificate-authority={pki.ca_cert}",
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
             "--authorization-mode=RBAC,Node",
             f"--service-account-issuer={ISSUER}",
             f"--service-account-key-file={pki.service_account_public}",
@@ -298,11 +312,12 @@ class ControlPlane:
         ):
             write_kubeconfig(self.work_dir / f"{name}.kubeconfig", self.url, ca, user, CONTEXT_NAME)
 
-    def _bind_kubelet_role(self) -> None:
+    def _bind_kubelet_roles(self) -> None:
         path = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
-        status, body = self.request("POST", path, body=kubelet_role_binding(self._credentials.kubelet))
-        if status not in (201, 409):
-            raise ControlPlaneError(f"binding the system:node role to the kubelet failed: {status} {body}")
+        for binding in (kubelet_role_binding(self._credentials.kubelet), kubelet_client_role_binding()):
+            status, body = self.request("POST", path, body=binding)
+            if status not in (201, 409):
+                raise ControlPlaneError(f"creating {binding['metadata']['name']} failed: {status} {body}")
 
     def _component_auth(self, name: str) -> list[str]:
         path = self.work_dir / f"{name}.kubeconfig"

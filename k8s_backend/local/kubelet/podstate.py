@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
+    from k8s_backend.local.kubelet.hooks import PreStopHook
     from k8s_backend.local.kubelet.processes import ProcessHandle
 
 Obj = dict[str, Any]
@@ -48,6 +49,8 @@ class ContainerRecord:
     generation: int = 0  # bumped on every start, so stale exit reports can be told apart
     attempts: int = 0  # failed image pulls or configuration attempts, for back-off
     container_id: str = ""
+    pre_stop: PreStopHook | None = None  # what to run before this run of the container is stopped
+    pre_stop_started: bool = False
 
     @property
     def image(self) -> str:
@@ -60,6 +63,7 @@ class ContainerRecord:
         self.state, self.reason, self.message = RUNNING, "", ""
         self.started_at, self.finished_at, self.exit_code, self.signal = started_at, None, None, None
         self.container_id = container_id
+        self.pre_stop_started = False
 
     def set_terminated(
         self, exit_code: int, reason: str, finished_at: float, *, message: str = "", signal: int | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -17,6 +18,14 @@ from k8s_backend.kube.port import CONFIG_MAPS, ApiError, KubernetesApi, Obj, Res
 from k8s_backend.local.kubelet.container import HostEnvironment, translate
 from k8s_backend.local.kubelet.env import ContainerConfigError, ContainerStartError, PodRuntime
 from k8s_backend.local.kubelet.events import NORMAL, WARNING, EventRecorder
+from k8s_backend.local.kubelet.hooks import (
+    PreStopHook,
+    PreStopRunner,
+    exec_command,
+    hook_failure,
+    pre_stop_spec,
+    sleep_hook,
+)
 from k8s_backend.local.kubelet.images import ImagePolicy
 from k8s_backend.local.kubelet.loop import EventLoop
 from k8s_backend.local.kubelet.nodes import Resources
@@ -71,6 +80,7 @@ class ContainerRuntime:
         self._on_container_exit = on_container_exit
         self._node_allocatable = node_allocatable
         self._events = events
+        self._hooks = PreStopRunner(supervisor, monotonic=time.monotonic)
 
     def log_file(self, record: PodRecord, container: str) -> Path:
         assert record.pod_dir is not None
@@ -127,15 +137,32 @@ class ContainerRuntime:
         self._settle(record)
 
     def stop_containers(self, record: PodRecord, grace: float) -> None:
-        """Stop every running container: processes get SIGTERM then SIGKILL after ``grace`` seconds."""
+        """Stop every running container: its preStop hook first (if any, bounded by ``grace``), then
+        SIGTERM, then SIGKILL after (the rest of) ``grace`` seconds."""
         now = self._clock.now()
         for container in record.all_containers():
             if container.handle is not None or container.state == RUNNING:
                 self._event(record, container, NORMAL, "Killing", f"Stopping container {container.name}")
             if container.handle is not None:
-                container.handle.terminate(grace)
+                hook = container.pre_stop
+                if hook is not None and grace > 0 and not container.pre_stop_started:
+                    container.pre_stop_started = True
+                    log_path = self.log_file(record, f"{container.name}.preStop")
+                    failed = partial(self._pre_stop_failed, record, container, hook)
+                    self._hooks.start(hook, container.handle, grace, log_path, failed)
+                else:
+                    # No hook, or a second, more urgent deletion while the hook runs: SIGTERM now.
+                    container.handle.terminate(grace)
             elif container.state == RUNNING:
                 container.set_terminated(0, "Completed", now)  # nothing runs: it stops at once
+
+    def _pre_stop_failed(
+        self, record: PodRecord, container: ContainerRecord, hook: PreStopHook, error: str, output: str
+    ) -> None:
+        """From the hook's thread: report the failure as the kubelet does (the container stops anyway)."""
+        pod = f"{record.name}_{record.namespace}({record.uid})"
+        message = hook_failure(hook, container.name, pod, error, output)
+        self._loop.post(partial(self._event, record, container, WARNING, "FailedPreStopHook", message))
 
     # -- one container -------------------------------------------------------------------------------
 
@@ -144,6 +171,9 @@ class ContainerRuntime:
         # missing, no processes run, a bad configuration, a failed start, the process running), with Events.
         now = self._clock.now()
         image = container.image
+        if not self._images.is_known(image) and container.spec.get("imagePullPolicy") == "Never":
+            self._never_pull(record, container)
+            return
         if not self._images.is_known(image):
             container.set_waiting(*self._images.pull_error(image))
             self._event(record, container, NORMAL, "Pulling", f'Pulling image "{image}"')
@@ -175,6 +205,7 @@ class ContainerRuntime:
                 cwd=str(record.pod_dir / "containers" / container.name if record.pod_dir else "."),
                 lookup=self._lookup,
             )
+            pre_stop = self._pre_stop_hook(record, container, runtime, mounts)
         except ContainerConfigError as error:
             container.attempts += 1
             container.set_waiting("CreateContainerConfigError", str(error))
@@ -186,6 +217,7 @@ class ContainerRuntime:
             container.set_terminated(START_ERROR_EXIT_CODE, "StartError", now, message=str(error))
             self._event(record, container, WARNING, "Failed", f"Error: {error}")
             return
+        container.pre_stop = pre_stop
         container_id = self._container_id(record, container)
         if command.kind == "idle":
             self._created_and_started(record, container)
@@ -217,6 +249,17 @@ class ContainerRuntime:
             handle.pid,
             command.kind,
         )
+
+    def _never_pull(self, record: PodRecord, container: ContainerRecord) -> None:
+        """An image that is not here, with ``imagePullPolicy: Never``: no pull, the kubelet's
+        ``ErrImageNeverPull``, tried again after a back-off (the image may be imported meanwhile)."""
+        message = f'Container image "{container.image}" is not present with pull policy of Never'
+        container.set_waiting("ErrImageNeverPull", message)
+        self._event(record, container, WARNING, "ErrImageNeverPull", message)
+        self._event(record, container, WARNING, "Failed", "Error: ErrImageNeverPull")
+        delay = self._images.backoff(container.attempts)
+        container.attempts += 1
+        self._loop.call_later(delay, partial(self._retry, record, container, container.generation))
 
     def _image_backoff(self, record: PodRecord, container: ContainerRecord, generation: int) -> None:
         if container.generation != generation or record.deleting or record.gone or container.state != WAITING:
@@ -314,6 +357,27 @@ class ContainerRuntime:
                 host=record.node or "",
                 field_path=f"spec.{spec}{{{container.name}}}",
             )
+
+    def _pre_stop_hook(
+        self, record: PodRecord, container: ContainerRecord, runtime: PodRuntime, mounts: dict[str, str]
+    ) -> PreStopHook | None:
+        """The container's preStop hook as a local command (None: none, or its program is not here)."""
+        handler = pre_stop_spec(container.spec)
+        argv = exec_command(handler)
+        if argv is None:
+            return sleep_hook(handler)
+        command = translate(
+            record.pod,
+            {**container.spec, "command": argv, "args": []},
+            host=self._host,
+            runtime=runtime,
+            mounts=mounts,
+            cwd=str(record.pod_dir / "containers" / container.name if record.pod_dir else "."),
+            lookup=self._lookup,
+        )
+        if command.kind != "command":
+            return None
+        return PreStopHook("exec", command, shown=f"[{' '.join(argv)}]")
 
     def _created_and_started(self, record: PodRecord, container: ContainerRecord) -> None:
         self._event(record, container, NORMAL, "Created", f"Created container: {container.name}")

@@ -81,7 +81,10 @@ def _cni(name: str, path: str) -> Binary:
 
 
 KUBELET = Binary("kubelet", "k8s.io/kubernetes/cmd/kubelet", KUBERNETES_VERSION)
-# kubelet last: it shares most of its packages with the control plane, built just before in CI.
+# kubectl for `kubectl logs/exec` against the node (a client of the control plane's own version).
+KUBECTL = Binary("kubectl", "k8s.io/kubernetes/cmd/kubectl", KUBERNETES_VERSION)
+KUBERNETES_BINARIES = (KUBELET, KUBECTL)  # built in the control plane's generated module
+# kubelet and kubectl last: they share most of their packages with the control plane, built just before.
 NODE_BINARIES: tuple[Binary, ...] = (
     _containerd("containerd"),
     _containerd("containerd-shim-runc-v2"),
@@ -93,6 +96,7 @@ NODE_BINARIES: tuple[Binary, ...] = (
     _cni("loopback", "main/loopback"),
     _cni("portmap", "meta/portmap"),
     KUBELET,
+    KUBECTL,
 )  # fmt: skip
 
 # Debian packages a build needs, and why (installed when missing and this process may run apt-get).
@@ -233,8 +237,8 @@ class NodeBuilder:
         for binary in missing:
             begun = time.monotonic()
             self._progress(f"building {binary.key} {binary.version} ({binary.package})...")
-            if binary is KUBELET:
-                self._build_kubelet(go)
+            if binary in KUBERNETES_BINARIES:
+                self._build_kubernetes(go, binary)
             else:
                 self._go_install(go, binary)
             seconds[binary.key] = round(time.monotonic() - begun, 1)
@@ -246,21 +250,22 @@ class NodeBuilder:
 
     # -- builds ---------------------------------------------------------------------------------------
 
-    def _build_kubelet(self, go: str) -> None:
+    def _build_kubernetes(self, go: str, binary: Binary) -> None:
         module = self.directory.parent / "build" / f"kubelet-{KUBERNETES_VERSION}"
         module.mkdir(parents=True, exist_ok=True)
-        if not (module / "go.sum").exists():
+        # The build tag keeps this file out of every build; it only pins the requirements for tidy.
+        imports = "".join(f'import _ "{b.package}"\n' for b in KUBERNETES_BINARIES)
+        tools = f"//go:build tools\n\npackage tools\n\n{imports}"
+        tools_file = module / "tools.go"
+        if not (module / "go.sum").exists() or not tools_file.exists() or tools_file.read_text() != tools:
             (module / "go.mod").write_text(kubernetes_go_mod("k8s-backend.local/node-build"))
-            # The build tag keeps this file out of every build; it only pins the requirement for tidy.
-            (module / "tools.go").write_text(
-                f'//go:build tools\n\npackage tools\n\nimport _ "{KUBELET.package}"\n'
-            )
-            self._go(go, module, ["mod", "tidy"], "go mod tidy (kubelet)", cgo=False, mod=True)
-        partial = self._partial(KUBELET)
+            tools_file.write_text(tools)
+            self._go(go, module, ["mod", "tidy"], "go mod tidy (kubelet, kubectl)", cgo=False, mod=True)
+        partial = self._partial(binary)
         ldflags = kube_ldflags(KUBERNETES_VERSION)
-        self._go(go, module, ["build", "-o", str(partial), "-ldflags", ldflags, KUBELET.package],
-                 "go build kubelet", cgo=False, mod=True)  # fmt: skip
-        partial.replace(self.directory / KUBELET.key)
+        self._go(go, module, ["build", "-o", str(partial), "-ldflags", ldflags, binary.package],
+                 f"go build {binary.name}", cgo=False, mod=True)  # fmt: skip
+        partial.replace(self.directory / binary.key)
 
     def _go_install(self, go: str, binary: Binary) -> None:
         gobin = self.directory / f".gobin-{binary.name}"

@@ -8,13 +8,15 @@ run again after the owner died (SIGKILL) and finds exactly what to undo, and not
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
 import logging
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import attrs
@@ -88,6 +90,19 @@ def used_subnets() -> set[ipaddress.IPv4Network]:
         if address in POD_RANGE:
             used.add(ipaddress.IPv4Network(f"{address}/24", strict=False))
     return used
+
+
+@contextlib.contextmanager
+def machine_lock() -> Iterator[None]:
+    """Serialise the nodes of this machine while one picks its /24 and makes its bridge, or reads the
+    machine's state before it (two test runs can start nodes at the same moment)."""
+    path = Path(tempfile.gettempdir()) / "k8s-backend-node.lock"
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def pick_network(name_suffix: str) -> PodNetwork:
@@ -190,12 +205,14 @@ class HostChanges:
     iptables_before: list[str] = attrs.field(factory=list)  # chains that existed before the node
     forward_rule: list[str] = attrs.field(factory=list)  # the FORWARD rule keeping pod traffic here
     ip_forward_before: str = ""  # net.ipv4.ip_forward before (the bridge plugin turns it on)
+    started: float = 0.0  # wall-clock time of the record: the oldest live node's state wins
 
     def save(self) -> None:
         data = {
             "owner": self.owner, "bridge": self.bridge, "cgroup_root": self.cgroup_root,
             "roots": self.roots, "iptables_before": self.iptables_before,
             "forward_rule": self.forward_rule, "ip_forward_before": self.ip_forward_before,
+            "started": self.started,
         }  # fmt: skip
         self.path.write_text(json.dumps(data, indent=1) + "\n")
 
@@ -211,7 +228,20 @@ class HostChanges:
             iptables_before=list(data.get("iptables_before", [])),
             forward_rule=list(data.get("forward_rule", [])),
             ip_forward_before=str(data.get("ip_forward_before", "")),
+            started=float(data.get("started", 0.0)),
         )  # fmt: skip
+
+
+def machine_before(own: HostChanges, others: Sequence[HostChanges]) -> tuple[list[str], str]:
+    """The machine's state before the first of the nodes now alive: the chains present before every one
+    of them, and the oldest recorded ``ip_forward``. The last node to stop restores exactly that, even
+    when others started and stopped while it ran."""
+    chains = set(own.iptables_before)
+    for other in others:
+        chains &= set(other.iptables_before)
+    recorded = [o for o in others if o.ip_forward_before]
+    forward = min(recorded, key=lambda o: o.started).ip_forward_before if recorded else own.ip_forward_before
+    return sorted(chains), forward
 
 
 def iptables_chains() -> list[str]:

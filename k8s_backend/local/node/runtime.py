@@ -29,8 +29,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+import attrs
 import yaml
 
+from k8s_backend.local.control_plane.certs import kubelet_serving_spec
 from k8s_backend.local.control_plane.processes import ManagedProcess, Spawner, free_port, wait_gone
 from k8s_backend.local.control_plane.runner import SERVICE_CIDR
 from k8s_backend.local.node import host, service_proxy
@@ -100,9 +102,18 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
 
 
 def kubelet_config(
-    *, work: Path, socket: Path, cgroup_root: str, address: str, port: int, healthz_port: int, ca_file: str
+    *,
+    work: Path,
+    socket: Path,
+    cgroup_root: str,
+    address: str,
+    port: int,
+    healthz_port: int,
+    ca_file: str,
+    tls: KubeletTls,
 ) -> dict[str, object]:
-    """The KubeletConfiguration."""
+    """The KubeletConfiguration: it serves ``tls``'s certificate and accepts clients (the API server)
+    with a certificate of ``ca_file`` or a token, as the API server authorizes them; nobody anonymous."""
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -114,6 +125,8 @@ def kubelet_config(
         "address": address,
         "port": port,
         "readOnlyPort": 0,
+        "tlsCertFile": str(tls.cert),
+        "tlsPrivateKeyFile": str(tls.key),
         "healthzBindAddress": "127.0.0.1",
         "healthzPort": healthz_port,
         "authentication": {
@@ -138,6 +151,21 @@ def kubelet_config(
         "volumePluginDir": str(work / "volume-plugins"),
         "nodeStatusReportFrequency": "10s",
     }
+
+
+@attrs.frozen
+class KubeletTls:
+    """The kubelet's serving certificate and key, signed by the control plane's CA."""
+
+    cert: Path
+    key: Path
+
+    @classmethod
+    def issue(cls, control_plane: ControlPlane, directory: Path, node_name: str, address: str) -> KubeletTls:
+        """Have ``control_plane`` sign a certificate for the node's ``address`` (the API server dials it)."""
+        tls = cls(directory / "kubelet.crt", directory / "kubelet.key")
+        control_plane.sign(kubelet_serving_spec(node_name, [address]), tls.cert, tls.key)
+        return tls
 
 
 class RealNode:
@@ -227,8 +255,14 @@ class RealNode:
         self._dir = Path(tempfile.mkdtemp(prefix=WORK_DIR_PREFIX))
         suffix = secrets.token_hex(3)
         self._changes = host.HostChanges(self._dir / CHANGES_FILE, roots=[str(self._dir)])
-        self._changes.iptables_before = host.iptables_chains()
-        self._changes.save()
+        with host.machine_lock():
+            changes = self._changes
+            changes.iptables_before = host.iptables_chains()
+            changes.ip_forward_before = host.IP_FORWARD.read_text().strip()
+            changes.started = time.time()
+            others = live_node_records(exclude=self._dir)
+            changes.iptables_before, changes.ip_forward_before = host.machine_before(changes, others)
+            changes.save()
         self._spawner = Spawner()
         try:
             self._start_reaper()
@@ -259,12 +293,11 @@ class RealNode:
 
     def _start_containerd(self, binaries: NodeBinaries, suffix: str) -> None:
         changes = self._running(self._changes)
-        self.network = host.pick_network(suffix)
-        changes.bridge = self.network.bridge
-        changes.save()
-        changes.ip_forward_before = host.IP_FORWARD.read_text().strip()
-        changes.save()
-        host.create_bridge(self.network)
+        with host.machine_lock():  # another node must not pick the same /24 before this bridge exists
+            self.network = host.pick_network(suffix)
+            changes.bridge = self.network.bridge
+            changes.save()
+            host.create_bridge(self.network)
         changes.forward_rule = host.keep_pod_traffic_here(self.network)
         changes.save()
         cni_conf = self.work_dir / "cni" / "net.d"
@@ -332,9 +365,11 @@ class RealNode:
         host.create_cgroup_root(changes.cgroup_root)
         root = self.work_dir / "kubelet"
         root.mkdir()
+        tls = KubeletTls.issue(self._cp, root / "pki", self.name, network.gateway)
         config = kubelet_config(
             work=self.work_dir, socket=self.containerd_socket, cgroup_root=changes.cgroup_root,
             address=network.gateway, port=free_port(), healthz_port=free_port(), ca_file=self._cp.ca_file,
+            tls=tls,
         )  # fmt: skip
         config_path = self.work_dir / "kubelet.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -412,8 +447,17 @@ class RealNode:
         return value
 
 
-def undo_host_changes(changes: host.HostChanges) -> list[str]:
-    """Undo what ``changes`` records (processes, mounts, cgroups, bridge, iptables chains); what is left."""
+def undo_host_changes(
+    changes: host.HostChanges, others: Sequence[host.HostChanges] | None = None
+) -> list[str]:
+    """Undo what ``changes`` records (processes, mounts, cgroups, bridge, iptables chains); what is left.
+
+    The iptables chains (the kubelets' and the CNI plugins', shared by name) and ``ip_forward`` are the
+    machine's: while ``others`` (default: the nodes alive on this machine) run, they are left to the last
+    of them, whose record holds the state before the first.
+    """
+    if others is None:
+        others = live_node_records(exclude=Path(changes.path).parent)
     left: list[str] = []
     roots = [Path(r) for r in changes.roots]
     # Containers first (they hold mounts and cgroups), then the shims (they hold the task state).
@@ -434,13 +478,37 @@ def undo_host_changes(changes: host.HostChanges) -> list[str]:
         host.delete_bridge(changes.bridge)
         if host.bridge_exists(changes.bridge):
             left.append(f"bridge {changes.bridge}")
-    left += [f"iptables chain {c}" for c in host.remove_new_iptables_chains(changes.iptables_before)]
     if not host.remove_rule(changes.forward_rule):
         left.append(f"iptables rule {' '.join(changes.forward_rule)}")
+    if others:
+        return left
+    left += [f"iptables chain {c}" for c in host.remove_new_iptables_chains(changes.iptables_before)]
     if changes.ip_forward_before:
         with contextlib.suppress(OSError):
             host.IP_FORWARD.write_text(changes.ip_forward_before)
     return left
+
+
+def live_node_records(exclude: Path | None = None) -> list[host.HostChanges]:
+    """The records of this machine's nodes whose owner is alive (but ``exclude``'s)."""
+    records = []
+    for path in Path(tempfile.gettempdir()).glob(f"{WORK_DIR_PREFIX}*"):
+        changes = host.HostChanges.load(path / CHANGES_FILE)
+        if changes is None or (exclude is not None and path.resolve() == exclude.resolve()):
+            continue
+        if _alive(changes.owner):
+            records.append(changes)
+    return records
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def cleanup_stale_nodes() -> None:
@@ -450,13 +518,8 @@ def cleanup_stale_nodes() -> None:
         changes = host.HostChanges.load(path / CHANGES_FILE)
         if changes is None:
             continue
-        try:
-            os.kill(changes.owner, 0)
-            continue  # alive: someone else's node
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
+        if _alive(changes.owner):
+            continue  # someone else's node
         log.info("cleaning up the node at %s, left by process %s", path, changes.owner)
         left = undo_host_changes(changes)
         if left:

@@ -71,6 +71,11 @@ def run_plain(fake: FakeKubernetes, executors: int, **conf: str) -> Counting:
     return api
 
 
+def quota_reads(requests: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The requests of quota-aware allocation, in order."""
+    return [r for r in requests if r[1] in ("resourcequotas", "limitranges")]
+
+
 @pytest.mark.parametrize("executors", [2, 4, 20])
 def test_a_plain_run_sends_at_most_n_plus_6_requests(executors: int) -> None:
     fake = FakeKubernetes()
@@ -80,11 +85,13 @@ def test_a_plain_run_sends_at_most_n_plus_6_requests(executors: int) -> None:
     # Decommission on notice lists nodes once per nodeCheckInterval (5 s): one list in a short run.
     node_lists = api.requests.count(("list", NODES.plural))
     assert 1 <= node_lists <= 2, api.requests
-    # Quota-aware allocation lists the ResourceQuotas once per round that creates pods (one round here;
-    # the LimitRanges only when a quota exists, none here).
-    quota_lists = api.requests.count(("list", "resourcequotas"))
-    assert quota_lists == 1 and ("list", "limitranges") not in api.requests, api.requests
-    assert len(api.requests) - node_lists - quota_lists <= executors + 6, api.requests
+    # Quota-aware allocation lists the ResourceQuotas at the first round that creates pods and then watches
+    # them, whatever the rounds (the LimitRanges only once a quota exists, none here).
+    quota_requests = quota_reads(api.requests)
+    # (The watch's thread may not have opened it yet when stop() ends it, on a loaded machine.)
+    assert quota_requests[0] == ("list", "resourcequotas"), api.requests
+    assert quota_requests[1:] in ([], [("watch", "resourcequotas")]), api.requests
+    assert len(api.requests) - node_lists - len(quota_requests) <= executors + 6, api.requests
     assert api.requests.count(("list", "pods")) == 1  # recovery's list, shared with the watch
     # And stop() still leaves nothing: the Lease's delete collected the ConfigMap it owns.
     assert fake.objects(PODS, "default") == []
@@ -196,8 +203,8 @@ def test_with_a_driver_the_executors_exits_at_stop_are_seen_on_the_watch_without
     assert not [r for r in caplog.records if "still running after" in r.getMessage()]
     assert api.requests.count(("list", "pods")) == 1, api.requests  # the start's list only
     node_lists = api.requests.count(("list", NODES.plural))  # one per nodeCheckInterval (5 s)
-    quota_lists = api.requests.count(("list", "resourcequotas"))  # one per round that creates
-    assert len(api.requests) - node_lists - quota_lists <= executors + 6, api.requests
+    quota_requests = quota_reads(api.requests)  # a list, then a watch (see the test above)
+    assert len(api.requests) - node_lists - len(quota_requests) <= executors + 6, api.requests
     assert fake.objects(PODS, "default") == []
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from k8s_backend.allocation.policy import RequestExecutors
 from k8s_backend.allocation.quota import QuotaGate, QuotaView, cap_requests, container_defaults, demand_from
+from k8s_backend.allocation.quota_watch import QuotaWatch
+from k8s_backend.common import ManualClock
 from k8s_backend.kube.port import NotFoundError
 
 MIB = 1024 * 1024
@@ -84,7 +86,7 @@ class _NoQuotaKind:
     def __init__(self) -> None:
         self.lists = 0
 
-    def list(self, resource: object, namespace: str) -> object:
+    def list(self, resource: object, namespace: str) -> object:  # the one call QuotaWatch makes first
         self.lists += 1
         raise NotFoundError("the server could not find the requested resource")
 
@@ -93,11 +95,13 @@ def test_a_server_without_resourcequotas_caps_nothing_and_is_asked_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     api = _NoQuotaKind()
-    gate = QuotaGate(api, "ns", lambda profile: pytest.fail("no demand without quotas"))  # type: ignore[arg-type]
+    view = QuotaWatch(api, "ns", ManualClock(0.0))  # type: ignore[arg-type]
+    gate = QuotaGate(view, lambda profile: pytest.fail("no demand without quotas"))
     requests = (RequestExecutors(0, 3),)
     with caplog.at_level(logging.INFO, logger="k8s_backend.allocation.quota"):
         assert gate.cap(requests, {}) == requests
         assert gate.cap(requests, {}) == requests
-    assert api.lists == 1
+    assert api.lists == 1, "one failed list, then nothing"
     assert gate.unserved
+    assert not view.quotas.alive and not view.limit_ranges.alive and view.watches == 0
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -8,6 +8,8 @@ from typing import Any
 import attrs
 
 from k8s_backend import KubernetesClusterSchedulerBackend
+from k8s_backend.allocation.quota import QuotaGate
+from k8s_backend.allocation.quota_watch import ObjectsReflector
 from k8s_backend.assembly.wiring import assemble
 from k8s_backend.backend.heartbeat import DriverHeartbeat
 from k8s_backend.common import DeterministicScheduler, ManualClock
@@ -90,6 +92,24 @@ class ScheduledWatch:
         return {**self._source.health(), "alive": self._started and not self._source.stopped}
 
 
+class ScheduledReflectors:
+    """Runs the quota view's watches (list once, then watch) as scheduler steps instead of on threads,
+    as :class:`ScheduledWatch` does for the pods' watch."""
+
+    def __init__(self, scheduler: DeterministicScheduler) -> None:
+        self._scheduler = scheduler
+
+    def __call__(self, reflector: ObjectsReflector) -> None:
+        def tick() -> None:
+            if reflector.stopped or reflector.forbidden is not None:
+                return
+            delay = reflector.run_once()
+            if not reflector.stopped:
+                self._scheduler.schedule(max(delay, ScheduledWatch.RECHECK), tick)
+
+        self._scheduler.submit(tick)
+
+
 def create_backend(
     conf: Mapping[str, str],
     *,
@@ -105,6 +125,9 @@ def create_backend(
     source = assembly.parts.watch_source
     assert isinstance(source, ExecutorPodsWatchSnapshotSource)
     parts = attrs.evolve(assembly.parts, watch_source=ScheduledWatch(source, scheduler))
+    quota = getattr(parts.allocator, "quota", None)
+    if isinstance(quota, QuotaGate):
+        quota.view.starter = ScheduledReflectors(scheduler)
     return KubernetesClusterSchedulerBackend.from_assembly(attrs.evolve(assembly, parts=parts))
 
 

@@ -267,3 +267,22 @@ def test_status_times_are_iso_8601_like_the_histories() -> None:
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", move["time"]), move
     assert status["history"][-1]["time"] == at(h)
     h.backend.stop()
+
+
+@pytest.mark.parametrize(
+    ("conf", "said"),
+    [
+        ({"spark.storage.decommission.enabled": "true"}, "its blocks migrated (every cached RDD and shuffle"),
+        ({}, "block migration off (spark.storage.decommission.enabled=false)"),
+    ],
+)
+def test_a_finished_decommission_reaches_the_timeline_as_the_conf_says(
+    conf: dict[str, str], said: str
+) -> None:
+    h = started({"spark.executor.instances": "1", **conf})
+    h.backend.decommission_executors(["1"])
+    h.backend.decommission_ended("1", "Finished decommissioning")
+    _, markers = h.backend.parts.monitor.recent_activity(10)
+    kinds = [kind for _, kind, _ in markers]
+    assert kinds[-2:] == ["decommission", "migrated"], markers
+    assert markers[-1][2].startswith(f"executor 1 finished decommissioning: {said}"), markers

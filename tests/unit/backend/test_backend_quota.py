@@ -9,11 +9,11 @@ import logging
 import pytest
 from backend_harness import Harness, make_harness
 
-from k8s_backend.allocation.quota import RESOURCE_QUOTAS
+from k8s_backend.allocation.quota_watch import RESOURCE_QUOTAS
 
 
 def set_quota(h: Harness, pods_used: int, *, create: bool = False, hard_pods: int | None = None) -> None:
-    current = h.fake.list(RESOURCE_QUOTAS, "default").items
+    current = h.fake.objects(RESOURCE_QUOTAS, "default")  # not a call: the calls are the backend's
     pods = hard_pods or (int(current[0]["status"]["hard"]["pods"]) if current and not create else 3)
     hard = {"pods": str(pods), "requests.memory": "100Gi"}
     if hard_pods is not None:
@@ -47,7 +47,13 @@ def test_allocation_waits_for_quota_once_and_resumes_when_it_frees(caplog: pytes
         admitted(h, 0, 5.0)
     assert len(h.executor_pods()) == 5
     assert any("allocation resumes" in r.getMessage() for r in caplog.records)
-    assert h.backend.status()["allocator"]["quota"]["waiting_for"] is None
+    quota = h.backend.status()["allocator"]["quota"]
+    assert quota["waiting_for"] is None
+    # Every round read the watched view: one list of each kind in 20 s of rounds, the rest came by watch.
+    assert len(h.fake.calls_of("list", RESOURCE_QUOTAS)) == 1 and quota["lists"] == 2
+    assert quota["events"] > 0
+    h.backend.stop()
+    assert h.backend.status()["allocator"]["quota"]["watching"] is False
 
 
 def test_off_no_quota_is_read() -> None:

@@ -15,7 +15,7 @@ import yaml
 from backend_harness import BASE_CONF, RecordingDriver, create_backend
 from repo import REPO_ROOT
 
-from k8s_backend.allocation.quota import LIMIT_RANGES, RESOURCE_QUOTAS
+from k8s_backend.allocation.quota_watch import LIMIT_RANGES, RESOURCE_QUOTAS
 from k8s_backend.cli.common.submit_args import parse_submit_args
 from k8s_backend.cli.submit.client_mode import client_needs
 from k8s_backend.cli.submit.submission import build_submission
@@ -183,6 +183,8 @@ def test_every_feature_that_calls_the_api_was_exercised() -> None:
         ("", "services", "deletecollection"),
         ("", "resourcequotas", "list"),
         ("", "limitranges", "list"),
+        ("", "resourcequotas", "watch"),
+        ("", "limitranges", "watch"),
     ]:
         assert expected in calls
 

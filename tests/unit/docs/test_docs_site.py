@@ -65,6 +65,7 @@ def test_the_readme_is_short_and_keeps_what_a_newcomer_needs() -> None:
         "## The two commands",
         "## PySpark on k8s_backend",
         "## Using the backend from Python",
+        "## A real node",
         "## Architecture in a few lines",
         "## Headline figures",
         "## Documentation",

@@ -45,6 +45,9 @@ class Removals:
     def disruption_noticed(self, executor_id: str, pod_name: str, reason: str) -> None:
         raise AssertionError("notices come from the disruption watcher")
 
+    def decommission_ended(self, executor_id: str, spark_reason: str) -> None:
+        raise AssertionError("a decommission's end comes from the driver's hooks")
+
 
 class World:
     def __init__(

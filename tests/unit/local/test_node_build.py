@@ -127,3 +127,12 @@ def test_an_empty_image_cache_misses_every_layer(tmp_path: Path) -> None:
     from k8s_backend.local.node.images import ImageBuilder
 
     assert ImageBuilder(cache_dir=tmp_path).missing() == ["pause", "Debian base", "Spark"]
+
+
+def test_without_root_the_optional_build_says_why_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(node_main.os, "geteuid", lambda: 1000)
+    assert node_main.main(["build", "--optional"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("skipped: a real node needs root"), err

@@ -8,6 +8,7 @@ import re
 from k8s_backend.report import Marker, Move, from_histories, from_pods, render_html
 from k8s_backend.report.builders import pod_moves
 from k8s_backend.report.pod_events import executor_id_of, gone_executor_moves
+from k8s_backend.report.timeline import MARKER_COLOURS
 
 T0 = 1_800_000_000.0
 
@@ -51,6 +52,23 @@ def test_the_timeline_spans_the_earliest_request_to_now_with_target_and_markers(
     assert (timeline.start, timeline.end) == (T0, T0 + 50)
     assert [line.executor_id for line in timeline.executors] == ["1", "2"]
     assert timeline.target == ((T0, 2), (T0 + 2, 4))
+
+
+
+def test_a_migrated_marker_is_drawn_in_its_own_colour_and_listed_in_the_legend() -> None:
+    text = "executor 1 finished decommissioning: its blocks migrated"
+    timeline = from_histories(
+        "app",
+        {1: [Move(T0, "requested"), Move(T0 + 2, "decommissioning")]},
+        now=T0 + 10,
+        markers=[Marker(T0 + 2, "decommission", "decommissioning 1"), Marker(T0 + 6, "migrated", text)],
+    )
+    page = render_html(timeline)
+    colour = MARKER_COLOURS["migrated"]
+    assert colour not in set(MARKER_COLOURS.values()) - {colour}  # told apart from every other marker
+    assert f'<i class="line" style="background:{colour}"></i>migrated</span>' in page
+    assert f'stroke="{colour}" class="marker migrated"><title>migrated at ' in page
+    assert text in page
 
 
 def pod(executor_id: int, **status: object) -> dict[str, object]:

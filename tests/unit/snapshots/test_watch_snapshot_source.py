@@ -15,10 +15,11 @@ from snapshot_pods import APP_ID, executor_pod, running_container
 from k8s_backend.common import DeterministicScheduler, ManualClock
 from k8s_backend.kube.backoff import MAX_DELAY
 from k8s_backend.kube.port import PODS
+from k8s_backend.kube.watch_backoff import MAX_BACKOFF
 from k8s_backend.snapshots.snapshot import SnapshotBatch
 from k8s_backend.snapshots.states import PodPhase
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
-from k8s_backend.snapshots.watch_source import MAX_BACKOFF, ExecutorPodsWatchSnapshotSource
+from k8s_backend.snapshots.watch_source import ExecutorPodsWatchSnapshotSource
 from k8s_backend.testing import FakeKubernetes
 
 NS = "default"

@@ -68,6 +68,9 @@ class RecordingBackend:
         self._record("decommission", list(executor_ids))
         return True
 
+    def decommission_ended(self, executor_id: str, spark_reason: str) -> None:
+        self._record("decommission ended", (executor_id, spark_reason))
+
     def is_executor_excluded(self, executor_id: str) -> bool:
         self._record("excluded", executor_id)
         return executor_id == "7"
@@ -168,6 +171,21 @@ class TestCallbacks:
         callbacks.decommissionExecutors('["1"]', True)
         callbacks.decommissionExecutors('["2", "3"]', False)
         assert backend.wait_calls(1) == [("decommission", ["2", "3"])]
+
+    def test_a_decommissioning_executors_removal_reason_is_queued_in_order(
+        self, backend: RecordingBackend, callbacks: PythonBackendCallbacks
+    ) -> None:
+        backend.gate.clear()  # the reason arrives on Spark's RPC thread: it must not wait for the backend
+        callbacks.start()
+        callbacks.decommissionExecutors('["1"]', False)
+        callbacks.decommissionEnded("1", "Finished decommissioning")
+        assert backend.calls == []
+        backend.gate.set()
+        assert backend.wait_calls(3) == [
+            ("start", None),
+            ("decommission", ["1"]),
+            ("decommission ended", ("1", "Finished decommissioning")),
+        ]
 
     def test_stop_waits_for_the_backend_then_cleans_up_and_ignores_later_work(
         self, backend: RecordingBackend

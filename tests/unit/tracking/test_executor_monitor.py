@@ -9,6 +9,7 @@ import pytest
 from executor_tracking_pods import IMAGE, RULES, T0, UNSCHEDULABLE, batch, make_tracker, pod, state
 
 from k8s_backend.common import DeterministicScheduler, ManualClock
+from k8s_backend.lifecycle.block_migration import BlockMigration
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore
 from k8s_backend.tracking.monitor import ExecutorMonitor
@@ -176,3 +177,43 @@ def test_a_disruption_notice_and_the_noticed_executors_end_are_markers_on_the_ti
     ]
     page = h.monitor.timeline("app").markers
     assert [m.kind for m in page] == ["notice", "decommission", "gone"]
+
+
+def test_a_finished_decommission_is_a_migrated_marker_between_decommission_and_gone() -> None:
+    h = Harness()
+    monitor = ExecutorMonitor(
+        h.tracker, h.store, h.clock, block_migration=BlockMigration(storage=True, rdd_blocks=True)
+    )
+    for executor_id in (1, 2):
+        monitor.requested(executor_id, 0)
+    monitor.disruption_noticed("1", "app-exec-1", "node node-2 is cordoned")
+    monitor.decommissioning(["1", "2"])
+    h.clock.advance(4)
+    monitor.decommission_ended("1", "Finished decommissioning")
+    monitor.decommission_ended("2", "Executor decommission: lost first")  # did not finish: no marker
+    h.clock.advance(1)
+    monitor.removed(1, ExecutorLoss(0, False, "Finished decommissioning"))
+    _, markers = monitor.recent_activity(10)
+    assert [(t - T0, kind) for t, kind, _ in markers] == [
+        (0.0, "notice"),
+        (0.0, "decommission"),
+        (4.0, "migrated"),
+        (5.0, "gone"),
+    ]
+    assert markers[2][2] == (
+        "executor 1 finished decommissioning: its blocks migrated (every cached RDD and shuffle block it "
+        "held; spark.storage.decommission.enabled=true)"
+    )
+    assert [m.kind for m in monitor.timeline("app").markers] == ["notice", "decommission", "migrated", "gone"]
+
+
+def test_without_block_migration_settings_the_marker_says_migration_was_off() -> None:
+    h = Harness()
+    h.monitor.decommissioning(["1"])
+    h.monitor.decommission_ended("1", "Finished decommissioning")
+    _, markers = h.monitor.recent_activity(10)
+    assert markers[-1][1:] == (
+        "migrated",
+        "executor 1 finished decommissioning: block migration off "
+        "(spark.storage.decommission.enabled=false), its blocks were not migrated",
+    )

@@ -274,3 +274,14 @@ def test_a_kubeconfig_that_cannot_take_the_cluster_is_one_line(
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("k8s-backend: error: ") and told in err[0], err
+
+
+def test_the_instructions_of_a_real_node_name_its_image_and_the_bridge_gateway() -> None:
+    text = describe(
+        "https://127.0.0.1:1", "/k", "/w", "t", "docker.io/k8s-backend/spark:4.3.0", "/ca",
+        control_plane="kubernetes", driver_host="198.18.0.1", runtime="containers",
+    )  # fmt: skip
+    assert "and a real node (kubelet, containerd, runc)" in text
+    assert "executor pods run in containers of docker.io/k8s-backend/spark:4.3.0" in text
+    assert "--conf spark.driver.host=198.18.0.1" in text and "local JVMs" not in text
+    assert "--conf spark.driver.host=127.0.0.1" in describe("http://h:1", "/k", "/w", None, "img")

@@ -20,6 +20,7 @@ import org.apache.spark.scheduler.ExecutorExited;
 import org.apache.spark.scheduler.ExecutorKilled$;
 import org.apache.spark.scheduler.ExecutorLossReason;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
+import org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages.RemoveExecutor;
 import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
 import org.apache.spark.status.api.v1.ExecutorSummary;
 import org.apache.spark.scheduler.cluster.k8s.GenerateExecID;
@@ -442,6 +443,43 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
     }
 
     /**
+     * The superclass's one-way messages, unchanged, after a look at each {@code RemoveExecutor} of a
+     * decommissioning executor: Python is told the reason the executor gave, which the superclass replaces
+     * with its own {@code ExecutorDecommission} (so the listener bus never carries it). The executor sends
+     * {@code "Finished decommissioning"} when it exits once no task runs and, with block migration on,
+     * its block manager reports every block migrated.
+     */
+    final class DecommissionEndWatch extends AbstractPartialFunction<Object, BoxedUnit> {
+        private final PartialFunction<Object, BoxedUnit> inner;
+
+        DecommissionEndWatch(PartialFunction<Object, BoxedUnit> inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public boolean isDefinedAt(Object message) {
+            return inner.isDefinedAt(message);
+        }
+
+        @Override
+        public <A1, B1> B1 applyOrElse(A1 message, Function1<A1, B1> fallback) {
+            if (message instanceof RemoveExecutor) {
+                RemoveExecutor remove = (RemoveExecutor) message;
+                String executorId = remove.executorId();
+                boolean decommissioning;
+                synchronized (PyK8sSchedulerBackend.this) {
+                    decommissioning = executorsPendingDecommission().contains(executorId);
+                }
+                if (decommissioning) {
+                    String reason = remove.reason().message();
+                    forward("decommissionEnded", () -> python.decommissionEnded(executorId, reason));
+                }
+            }
+            return inner.applyOrElse(message, fallback);
+        }
+    }
+
+    /**
      * Like Spark's Kubernetes driver endpoint: a disconnected executor is only disabled, so that the loss
      * reason Python derives from the pod (exit code and explanation) is the one Spark records.
      */
@@ -450,6 +488,12 @@ public class PyK8sSchedulerBackend extends CoarseGrainedSchedulerBackend {
         @Override
         public PartialFunction<Object, BoxedUnit> receiveAndReply(RpcCallContext context) {
             return new GenerateExecIdReply(context).orElse(super.receiveAndReply(context));
+        }
+
+        /** The superclass's messages, a decommissioning executor's removal reason passed to Python first. */
+        @Override
+        public PartialFunction<Object, BoxedUnit> receive() {
+            return new DecommissionEndWatch(super.receive());
         }
 
         @Override

@@ -27,6 +27,13 @@ public interface PythonBackend {
     /** Queue the decommissioning of executors: a JSON array of executor ids. */
     void decommissionExecutors(String executorIdsJson, boolean triggeredByExecutor);
 
+    /**
+     * Queue the end of a decommissioning executor's decommission, with the removal reason Spark was
+     * given for it: the executor's own ({@code "Finished decommissioning"} once it has no running task and,
+     * with block migration on, all its blocks migrated) or another one (lost before it finished).
+     */
+    void decommissionEnded(String executorId, String reason);
+
     /** Whether an executor's registration must be refused (answered at once). */
     boolean isExecutorExcluded(String executorId, String hostname);
 
