@@ -153,3 +153,36 @@ def test_a_cached_driver_layer_is_reused_until_what_the_wheel_installs_changes(
     assert second != first and second.exists() and len(installs) == 2
     assert second.name.startswith("driver-")
     assert not list((tmp_path / "cache" / "build").iterdir())  # the work directories are gone
+
+
+def test_the_build_command_prints_a_line_for_the_driver_image_or_says_why_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from k8s_backend.local.node import __main__ as node_main
+    from k8s_backend.local.node import images
+    from k8s_backend.local.node.oci import ImageConfig, OciImage
+
+    layer = tmp_path / "layer.tar"
+    layer.write_bytes(b"\0" * 2048)
+
+    def image(name: str) -> OciImage:
+        return OciImage(f"docker.io/k8s-backend/{name}:1", (layer,), ImageConfig())
+
+    failure: list[Exception] = []
+
+    def driver(self: ImageBuilder) -> OciImage:
+        if failure:
+            raise failure[0]
+        return image("driver")
+
+    monkeypatch.setattr(images, "have_image_tools", lambda: None)
+    monkeypatch.setattr(ImageBuilder, "pause", lambda self: image("pause"))
+    monkeypatch.setattr(ImageBuilder, "spark", lambda self: image("spark"))
+    monkeypatch.setattr(ImageBuilder, "driver", driver)
+    assert node_main.build_images(optional=False) == 0
+    assert "docker.io/k8s-backend/driver:1: 1 layers" in capsys.readouterr().out
+    failure.append(driver_layer.BuildError("pip download of k8s_backend's requirements failed"))
+    assert node_main.build_images(optional=True) == 0
+    assert "skipped: the driver image: pip download" in capsys.readouterr().err
+    assert node_main.build_images(optional=False) == 1
+    assert "error: the driver image: pip download" in capsys.readouterr().err
