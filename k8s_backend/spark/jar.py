@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
@@ -53,12 +54,23 @@ def installed_pyspark() -> PysparkInstall:
         raise UnsupportedPysparkError(
             "k8s_backend.spark needs pyspark: `pip install 'pyspark>=4,<5'`"
         ) from error
-    jars_dir = Path(pyspark.__file__).resolve().parent / "jars"
+    jars_dir = spark_jars_dir(Path(pyspark.__file__).resolve().parent, os.environ)
     found = javac.spark_version_of(jars_dir) if jars_dir.is_dir() else None
     version = str(getattr(pyspark, "__version__", found[0] if found else "unknown"))
     scala = found[1] if found else "unknown"
     check_supported(version, scala, where=str(jars_dir))
     return PysparkInstall(version=version, scala_version=scala, jars_dir=jars_dir)
+
+
+def spark_jars_dir(pyspark_dir: Path, environ: Mapping[str, str]) -> Path:
+    """Spark's jars: in the package of pip's pyspark, else ``$SPARK_HOME/jars``. A Spark distribution
+    (the apache/spark images: pyspark is ``/opt/spark/python/pyspark``) keeps them there, as
+    pyspark's own launcher finds them."""
+    packaged = pyspark_dir / "jars"
+    spark_home = environ.get("SPARK_HOME")
+    if not packaged.is_dir() and spark_home and (Path(spark_home) / "jars").is_dir():
+        return Path(spark_home) / "jars"
+    return packaged
 
 
 def check_supported(version: str, scala_version: str, *, where: str = "") -> None:

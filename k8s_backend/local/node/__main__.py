@@ -6,9 +6,14 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from k8s_backend.local.control_plane.build import BuildError, find_go
 from k8s_backend.local.node.build import NODE_BINARIES, MissingDependency, NodeBuilder
+
+if TYPE_CHECKING:
+    from k8s_backend.local.node.oci import OciImage
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     build.add_argument(
         "--no-images",
         action="store_true",
-        help="the binaries only, not the sandbox and Spark images (those are built on first use then)",
+        help="the binaries only, not the sandbox, Spark and driver images (built on first use then)",
     )
     args = parser.parse_args(argv)
     if args.optional and os.geteuid() != 0:
@@ -74,9 +79,19 @@ def build_images(*, optional: bool) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     for image in images:
-        size = sum(layer.stat().st_size for layer in image.layers) >> 20
-        print(f"{image.name}: {len(image.layers)} layers, {size} MiB, in {builder.directory}")
+        _print_image(image, builder.directory)
+    try:
+        driver = builder.driver()
+    except BuildError as error:  # pip reaches no package index, or this is no checkout
+        print(f"{'skipped' if optional else 'error'}: the driver image: {error}", file=sys.stderr)
+        return 0 if optional else 1
+    _print_image(driver, builder.directory)
     return 0
+
+
+def _print_image(image: OciImage, directory: Path) -> None:
+    size = sum(layer.stat().st_size for layer in image.layers) >> 20
+    print(f"{image.name}: {len(image.layers)} layers, {size} MiB, in {directory}")
 
 
 if __name__ == "__main__":

@@ -45,9 +45,17 @@ class PodNetwork:
     def gateway(self) -> str:
         return str(ipaddress.IPv4Network(self.subnet).network_address + 1)
 
-    def cni_conflist(self, ipam_dir: Path) -> dict[str, object]:
+    def cni_conflist(self, ipam_dir: Path, routes: Sequence[str] = ()) -> dict[str, object]:
         """The CNI configuration: bridge + host-local IPAM, no masquerade (pods talk to this machine
-        only), then portmap for hostPort."""
+        only), then portmap for hostPort. ``routes``: address ranges besides the bridge's own that pods
+        reach through the gateway (the Service range); there is no default route."""
+        ipam: dict[str, object] = {
+            "type": "host-local",
+            "ranges": [[{"subnet": self.subnet, "gateway": self.gateway}]],
+            "dataDir": str(ipam_dir),
+        }
+        if routes:
+            ipam["routes"] = [{"dst": route, "gw": self.gateway} for route in routes]
         return {
             "cniVersion": "1.0.0",
             "name": "k8s-backend",
@@ -58,11 +66,7 @@ class PodNetwork:
                     "isGateway": True,
                     "ipMasq": False,
                     "hairpinMode": True,
-                    "ipam": {
-                        "type": "host-local",
-                        "ranges": [[{"subnet": self.subnet, "gateway": self.gateway}]],
-                        "dataDir": str(ipam_dir),
-                    },
+                    "ipam": ipam,
                 },
                 {"type": "portmap", "capabilities": {"portMappings": True}},
             ],

@@ -6,7 +6,9 @@
   made by ``mmdebstrap`` (a Java 17 JRE, python3, tini, gosu, libnss-wrapper, libnss3, procps, bash,
   net-tools), then Spark under ``/opt/spark`` taken from the installed pyspark (jars, bin, sbin,
   examples, data, python), user ``spark`` (uid/gid 185), ``WORKDIR /opt/spark/work-dir``, this
-  package's ``/opt/entrypoint.sh`` and ``/opt/decom.sh``, ``/bin/sh`` being bash.
+  package's ``/opt/entrypoint.sh`` and ``/opt/decom.sh``, ``/bin/sh`` being bash;
+- the driver image of cluster mode: the Spark image plus a layer with this checkout's k8s_backend wheel
+  and its requirements (:mod:`k8s_backend.local.node.driver_layer`, the steps of ``docker/Dockerfile``).
 
 Each layer is an uncompressed tar in ``$K8S_BACKEND_CACHE_DIR/node-images/``, named by a hash of what
 went into it, so a changed input rebuilds that layer only. :mod:`k8s_backend.local.node.oci` writes the
@@ -23,14 +25,18 @@ import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from importlib import metadata, resources
 from pathlib import Path
 
+import attrs
+
 from k8s_backend.local.control_plane.build import BuildError, find_go
+from k8s_backend.local.node import driver_layer
 from k8s_backend.local.node.build import ensure_debian_packages
-from k8s_backend.local.node.oci import ImageConfig, OciImage
+from k8s_backend.local.node.oci import ImageConfig, OciImage, architecture
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +63,11 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 def spark_image_name(version: str | None = None) -> str:
     """``docker.io/k8s-backend/spark:<pyspark version>``: fully qualified, as the CRI would write it."""
     return f"docker.io/k8s-backend/spark:{version or metadata.version('pyspark')}"
+
+
+def driver_image_name(version: str | None = None) -> str:
+    """``docker.io/k8s-backend/driver:<pyspark version>``, as docker/Dockerfile's tag."""
+    return f"docker.io/k8s-backend/driver:{version or metadata.version('pyspark')}"
 
 
 def images_cache_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -139,6 +150,15 @@ class ImageBuilder:
         )
         return OciImage(spark_image_name(), (base, layer), config)
 
+    def driver(self) -> OciImage:
+        """The driver image: the Spark image plus this checkout's k8s_backend and its requirements, with
+        ``PYTHONPATH`` naming Spark's pyspark and py4j. A wheel is built each time (seconds); the layer
+        is rebuilt only when what the wheel installs changed."""
+        spark = self.spark()
+        layer = self._driver_layer()
+        env = {**spark.config.env, "PYTHONPATH": driver_layer.driver_pythonpath(_pyspark_dir())}
+        return OciImage(driver_image_name(), (*spark.layers, layer), attrs.evolve(spark.config, env=env))
+
     # -- layers ---------------------------------------------------------------------------------------
 
     def _timed(self, what: str, build: Callable[[], None]) -> None:
@@ -214,6 +234,28 @@ class ImageBuilder:
 
         self._timed(f"Spark {version}", build)
         return layer
+
+    def _driver_layer(self) -> Path:
+        builds = self.directory / "build"
+        builds.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="driver-", dir=builds))  # builds may run side by side
+        try:
+            wheel = driver_layer.build_wheel(driver_layer.checkout_root(), work / "wheel", self._environ)
+            key = _key(driver_layer.wheel_digest(wheel), driver_layer.IMAGE_PYTHON, architecture())
+            layer = self.directory / f"driver-{metadata.version('pyspark')}-{key}.tar"
+            if layer.exists():
+                return layer
+
+            def build() -> None:
+                target = work / "dist-packages"
+                installed = driver_layer.install(wheel, target, work, self._environ, architecture())
+                self._progress(f"the driver layer installs {', '.join(installed)}")
+                driver_layer.write_layer(target, driver_layer.console_scripts(wheel), layer)
+
+            self._timed("driver", build)
+            return layer
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _pyspark_dir() -> Path:

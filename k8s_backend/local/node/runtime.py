@@ -27,13 +27,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 import attrs
 import yaml
 
 from k8s_backend.local.control_plane.certs import kubelet_serving_spec
 from k8s_backend.local.control_plane.processes import ManagedProcess, Spawner, free_port, wait_gone
-from k8s_backend.local.node import host
+from k8s_backend.local.control_plane.runner import SERVICE_CIDR
+from k8s_backend.local.node import host, service_proxy
 from k8s_backend.local.node.build import NodeBinaries, NodeBuilder
 from k8s_backend.local.node.images import PAUSE_IMAGE
 from k8s_backend.local.node.oci import OciImage
@@ -265,6 +267,7 @@ class RealNode:
         try:
             self._start_reaper()
             self._start_containerd(binaries, suffix)
+            self._serve_kubernetes_service()
             self.timings["containerd"] = time.monotonic() - started
             from k8s_backend.local.node.images import ImageBuilder
 
@@ -299,7 +302,9 @@ class RealNode:
         changes.save()
         cni_conf = self.work_dir / "cni" / "net.d"
         cni_conf.mkdir(parents=True)
-        conflist = self.network.cni_conflist(self.work_dir / "cni" / "ipam")
+        # The Service range through the gateway: the kubernetes Service (service_proxy) for in-cluster
+        # configuration; the FORWARD rule above drops the rest.
+        conflist = self.network.cni_conflist(self.work_dir / "cni" / "ipam", routes=[SERVICE_CIDR])
         (cni_conf / "10-k8s-backend.conflist").write_text(json.dumps(conflist, indent=1))
         config = self.work_dir / "containerd" / "config.toml"
         config.parent.mkdir(parents=True)
@@ -307,6 +312,28 @@ class RealNode:
         argv = [str(binaries.path("containerd")), "--config", str(config)]
         self._containerd = self._spawn("containerd", argv, binaries)
         self._wait("containerd's socket", self.containerd_socket.exists, 60, self._containerd)
+
+    def _serve_kubernetes_service(self) -> None:
+        """The ``kubernetes`` Service's ClusterIP reaches the API server from this node's pods (in-cluster
+        configuration), see :mod:`k8s_backend.local.node.service_proxy`."""
+        network = self._running(self.network)
+        path = "/api/v1/namespaces/default/services/kubernetes"
+        found: dict[str, Any] = {}
+
+        def created() -> bool:  # by the API server itself, moments after it is ready
+            status, body = self._cp.request("GET", path)
+            if status == 200 and isinstance(body, dict):
+                found.update(body)
+            return bool(found)
+
+        self._wait("the kubernetes Service", created, 60, None)
+        spec = found["spec"]
+        api_port = urlsplit(self._cp.url).port
+        if api_port is None:
+            raise NodeError(f"the control plane's URL {self._cp.url} names no port")
+        service_proxy.expose_api_server(
+            network.bridge, spec["clusterIP"], int(spec["ports"][0]["port"]), api_port
+        )
 
     def import_image(self, binaries: NodeBinaries, image: OciImage) -> None:
         """``ctr images import`` of ``image`` (an OCI layout streamed to its stdin), unpacked."""
@@ -447,6 +474,7 @@ def undo_host_changes(
             time.sleep(0.1)
         left += [f"cgroup {c}" for c in host.remove_cgroup_root(changes.cgroup_root)]
     if changes.bridge:
+        left += service_proxy.remove(changes.bridge)
         host.delete_bridge(changes.bridge)
         if host.bridge_exists(changes.bridge):
             left.append(f"bridge {changes.bridge}")
