@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from k8s_backend.local.control_plane import ControlPlaneBuilder
 from k8s_backend.local.node import NodeBuilder
+from k8s_backend.local.node.build import missing_host_tools
 from k8s_backend.local.node.images import ImageBuilder
 
 BUILD = "python -m k8s_backend.local.node build"
@@ -24,6 +25,9 @@ def node_missing() -> str | None:
         return "a real node needs root (containerd, runc, cgroups, a bridge)"
     if ControlPlaneBuilder().cached() is None:
         return "the real control plane is not built: python -m k8s_backend.local.control_plane build"
+    tools = missing_host_tools()
+    if tools:
+        return f"the node needs Debian's {', '.join(tools)} on this machine: {BUILD} installs them"
     missing = [b.key for b in NodeBuilder().missing()]
     if missing:
         return f"the node's binaries are not built ({', '.join(missing)}): {BUILD}"

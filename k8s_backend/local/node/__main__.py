@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from k8s_backend.local.control_plane.build import BuildError, find_go
-from k8s_backend.local.node.build import NODE_BINARIES, MissingDependency, NodeBuilder
+from k8s_backend.local.node.build import NODE_BINARIES, MissingDependency, NodeBuilder, ensure_host_tools
 
 if TYPE_CHECKING:
     from k8s_backend.local.node.oci import OciImage
+
+
+def print_flushed(line: str) -> None:
+    print(line, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("skipped: a real node needs root (containerd, runc, cgroups, a bridge); the tests marked "
               "'node' will be skipped", file=sys.stderr)  # fmt: skip
         return 0
-    builder = NodeBuilder(progress=lambda line: print(line, flush=True))
+    builder = NodeBuilder(progress=print_flushed)
     if args.optional and builder.cached() is None:
         try:
             find_go()  # cached binaries need no Go; a build does
@@ -47,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
     try:
         binaries = builder.ensure()
+        ensure_host_tools(print_flushed)  # what the running node uses on this machine
     except MissingDependency as error:
         if args.optional:
             print(f"skipped: {error}; the tests marked 'node' will be skipped", file=sys.stderr)

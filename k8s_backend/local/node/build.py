@@ -103,6 +103,25 @@ NODE_BINARIES: tuple[Binary, ...] = (
 RUNC_PACKAGES = {"libseccomp-dev": "runc's seccomp support", "pkg-config": "runc's cgo build", "gcc": "cgo"}
 
 
+# Tools the running node needs on this machine: tool -> (its Debian package, what needs it).
+HOST_TOOLS = {
+    "iptables": ("iptables", "the pods' FORWARD rule, the kubelet's chains, the Service rule"),
+    "ip": ("iproute2", "the pod bridge, its address and routes"),
+}
+
+
+def missing_host_tools() -> dict[str, str]:
+    """The Debian packages of :data:`HOST_TOOLS` whose tool is not on PATH, and what needs each."""
+    return {package: why for tool, (package, why) in HOST_TOOLS.items() if shutil.which(tool) is None}
+
+
+def ensure_host_tools(progress: Callable[[str], None], *, install: bool = True) -> None:
+    """Install what :func:`missing_host_tools` names (see :func:`ensure_debian_packages`)."""
+    missing = missing_host_tools()
+    if missing:
+        ensure_debian_packages(missing, progress, install=install)
+
+
 class MissingDependency(BuildError):
     """Something the node needs besides Go is missing and could not be installed (the message says what)."""
 

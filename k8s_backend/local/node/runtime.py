@@ -36,7 +36,7 @@ from k8s_backend.local.control_plane.certs import kubelet_serving_spec
 from k8s_backend.local.control_plane.processes import ManagedProcess, Spawner, free_port, wait_gone
 from k8s_backend.local.control_plane.runner import SERVICE_CIDR
 from k8s_backend.local.node import host, service_proxy
-from k8s_backend.local.node.build import NodeBinaries, NodeBuilder
+from k8s_backend.local.node.build import NodeBinaries, NodeBuilder, missing_host_tools
 from k8s_backend.local.node.images import PAUSE_IMAGE
 from k8s_backend.local.node.oci import OciImage
 
@@ -250,6 +250,13 @@ class RealNode:
         if self._dir is not None:
             raise RuntimeError("this RealNode is already started")
         binaries = self._binaries or NodeBuilder(progress=self._progress).ensure()
+        tools = missing_host_tools()
+        if tools:
+            raise NodeError(
+                "the node needs "
+                + "; ".join(f"Debian's {p} for {why}" for p, why in tools.items())
+                + ": run `python -m k8s_backend.local.node build` (it installs them) or apt-get install them"
+            )
         cleanup_stale_nodes()
         started = time.monotonic()
         self._dir = Path(tempfile.mkdtemp(prefix=WORK_DIR_PREFIX))

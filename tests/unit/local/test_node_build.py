@@ -136,3 +136,18 @@ def test_without_root_the_optional_build_says_why_in_one_line(
     assert node_main.main(["build", "--optional"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("skipped: a real node needs root"), err
+
+
+def test_the_host_tools_the_node_needs_are_named_with_their_debian_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from k8s_backend.local.node import build
+
+    monkeypatch.setattr(
+        build.shutil, "which", lambda tool: None if tool == "iptables" else f"/usr/sbin/{tool}"
+    )
+    missing = build.missing_host_tools()
+    assert list(missing) == ["iptables"] and "FORWARD rule" in missing["iptables"]
+    monkeypatch.setattr(build, "missing_debian_packages", lambda packages: list(packages))  # not installed
+    with pytest.raises(MissingDependency, match=r"apt-get install -y iptables"):
+        build.ensure_host_tools(lambda line: None, install=False)
