@@ -314,6 +314,16 @@ def check_pytest(args: list[str], where: str) -> None:
             assert arg.split("=")[0] in result.stdout, f"{where}: pytest has no option {arg}"
 
 
+def check_docker(args: list[str], where: str) -> None:
+    """``docker build -f FILE ... .`` of a Dockerfile of this checkout, or ``docker push IMAGE``."""
+    if args[:1] == ["push"]:
+        assert len(args) == 2 and ":" in args[1], f"{where}: docker push takes one tagged image"
+        return
+    assert args[:1] == ["build"] and "-f" in args, f"{where}: docker {args}: build -f FILE or push"
+    dockerfile = ROOT / args[args.index("-f") + 1]
+    assert dockerfile.is_file(), f"{where}: {dockerfile} does not exist"
+
+
 def check_command(command: list[str], where: str) -> None:
     program, args = command[0], command[1:]
     if program == "k8s-backend":
@@ -326,6 +336,10 @@ def check_command(command: list[str], where: str) -> None:
         check_submit([*args, "shell.py"], where)
     elif program == "pytest":
         check_pytest(args, where)
+    elif program == "pip":
+        assert args[:1] == ["wheel"] and "--no-deps" in args, f"{where}: pip {args}: this checkout's wheel"
+    elif program == "docker":
+        check_docker(args, where)
     elif program == "export":
         assert all(re.fullmatch(r"[A-Z_]+=\S+", arg) for arg in args), f"{where}: export {args}"
     else:
