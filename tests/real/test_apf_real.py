@@ -91,10 +91,9 @@ FLOW_SCHEMA = {
 THROTTLED_SHARE_BOUND = 0.25
 """At most this share of the creates sent is answered 429 (measured here: 1-5 %). Why it holds: a round
 stops sending at its first refusal, so one episode of congestion costs about the creates then in flight
-(8 at most, 2 of which fit the level's seats); then the batch halves, and rounds are paced (one per batch
-delay, 2 creates in flight) and grow by a quarter a round up to twice the refused batch before creates
-run back-to-back again. 100 pods take a handful of such episodes: each would have to lose tens of creates
-to pass a quarter."""
+(8 at most, 2 of which fit the level's seats); each episode of APF refusals halves the creates in flight
+for the rest of the run (8, 4, 2, 1), and at one in flight a refusal halves the batch and paces the rounds.
+100 pods take a handful of such episodes: each would have to lose tens of creates to pass a quarter."""
 
 
 def request(cp: ControlPlane, method: str, path: str, token: str) -> tuple[int, dict[str, str], bytes]:
@@ -203,6 +202,8 @@ def test_adaptive_allocation_under_apf_creates_exactly_n_pods_with_few_429s(
     # APF did throttle, and the backend saw it: every 429 of a create is one the level rejected.
     assert throttled > 0 and rejected >= throttled, (throttled, rejected)
     assert share <= THROTTLED_SHARE_BOUND, allocator["batches"]
+    # The answer to APF's 429 is fewer creates in flight (a cap under the 8 of automatic concurrency).
+    assert 1 <= allocator["batches"]["concurrency_cap"] < 8, allocator["batches"]
     assert allocator["failures"] == 0 and not allocator["application_failed"]
     # Told once, naming the FlowSchema by UID: driver-rbac.yaml does not let the driver read flowschemas.
     told = [r.getMessage() for r in caplog.records if "API Priority and Fairness throttles" in r.getMessage()]
