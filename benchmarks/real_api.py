@@ -1,6 +1,6 @@
 """Spark 4.3's JVM backend and k8s_backend on the real kube-apiserver with KWOK nodes, against a bare client.
 
-Run: ``python benchmarks/real_api.py [--pods 1000] [--repeat 2] [--streams 4 8 16] [--nodes 4]``.
+Run: ``python benchmarks/real_api.py [--pods 1000] [--repeat 2] [--streams 4 8 16] [--nodes 4] [--apf]``.
 
 One real control plane (kube-apiserver, etcd, kube-scheduler, kube-controller-manager; see
 ``_kwok.py``) with KWOK nodes: pods are bound by the scheduler and turned Running by KWOK, no process
@@ -18,6 +18,13 @@ For each: first create -> all N Running (as this benchmark's pod watch saw them)
 2 s after the target), the driver's requests by kind and its 429 answers (from the API server's audit
 log, so Spark's are counted as ours are), driver CPU (JVM + Python, start-up included) and peak RSS.
 Absolute times depend on the machine and its load; only the ratios of one run mean something.
+
+``--apf`` runs API Priority and Fairness's scenario instead: a FlowSchema puts the drivers' ServiceAccount
+(``default/spark-driver``, examples/kubernetes/driver-rbac.yaml plus the ``edit`` ClusterRole for Spark's
+own client) in a priority level of 2 seats that answers 429 to whatever does not fit (see
+:data:`PRIORITY_LEVELS`), and Spark at batch 100 and k8s_backend adaptive run with a token of that account.
+Each side adds the share of its requests answered 429 and the level's rejections (the server's
+``apiserver_flowcontrol_rejected_requests_total``). No bare client: it runs as the admin, whom APF exempts.
 """
 
 from __future__ import annotations
@@ -27,19 +34,23 @@ import contextlib
 import http.client
 import itertools
 import json
+import re
 import ssl
 import statistics
 import subprocess
 import threading
 import time
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import yaml
 from _harness import Driver, PodTimes, spark_conf_base
 from _kwok import BENCH_AGENT, KwokCluster
 
 from k8s_backend.kube.masters import pyk8s_url
+from k8s_backend.local.control_plane.credentials import ADMIN
 
 NO_WAIT = {"spark.scheduler.minRegisteredResourcesRatio": "0"}  # no executor registers: nothing runs
 SETTLE = 2.0
@@ -55,6 +66,38 @@ RUNNING = "first create -> all Running (s)"
 PODS_PATH = "/api/v1/namespaces/default/pods"
 
 Figures = dict[str, float]
+
+RBAC_FILE = Path(__file__).resolve().parent.parent / "examples" / "kubernetes" / "driver-rbac.yaml"
+ACCOUNT = "spark-driver"
+APF_USER = f"system:serviceaccount:default:{ACCOUNT}"
+APF_LEVEL = "spark-drivers-tight"
+FLOWCONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
+# A level's seats are ceil(600 * its shares / every level's shares); the built-in levels hold 245 shares.
+# Other tenants' level (no FlowSchema uses it) takes 150 more, so the drivers' 1 share is ceil(600 / 396)
+# = 2 seats, nothing lent or borrowed, no queue: APF answers 429 at once to what does not fit.
+REJECT = {"type": "Reject"}
+PRIORITY_LEVELS = [
+    {"metadata": {"name": "other-tenants"},
+     "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 150, "limitResponse": REJECT}}},
+    {"metadata": {"name": APF_LEVEL},
+     "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "lendablePercent": 0,
+                                             "borrowingLimitPercent": 0, "limitResponse": REJECT}}},
+]  # fmt: skip
+DRIVERS = {"kind": "ServiceAccount", "serviceAccount": {"name": ACCOUNT, "namespace": "default"}}
+FLOW_SCHEMA = {
+    "metadata": {"name": "spark-drivers"},
+    "spec": {
+        "priorityLevelConfiguration": {"name": APF_LEVEL},
+        "matchingPrecedence": 100,  # before the built-in service-accounts schema (9000)
+        "distinguisherMethod": {"type": "ByUser"},
+        "rules": [{
+            "subjects": [DRIVERS],
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"],
+                               "clusterScope": True}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+        }],
+    },
+}  # fmt: skip
 
 
 class Http:
@@ -148,11 +191,62 @@ def clear_pods(http_: Http, timeout: float = 300.0) -> None:
         time.sleep(0.5)
 
 
-def drive(cluster: KwokCluster, clock: RealPodClock, http_: Http, side: str, pods: int) -> Figures:
+def restrict_drivers(cluster: KwokCluster) -> str:
+    """The drivers' ServiceAccount, its roles, the tight priority level and its FlowSchema; its token,
+    once the server runs that account's requests in the tight level."""
+    cp = cluster.control_plane
+
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        code, answer = cp.request("POST", path, body=body)
+        if code != 201:
+            raise RuntimeError(f"POST {path}: {code} {answer}")
+        return dict(answer)
+
+    paths = {"ServiceAccount": "/api/v1/namespaces/default/serviceaccounts",
+             "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+             "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"}  # fmt: skip
+    for document in yaml.safe_load_all(RBAC_FILE.read_text(encoding="utf-8")):
+        create(paths[document["kind"]], document)
+    # Spark's own client also reads and deletes its ConfigMap by name: the edit role covers both sides.
+    create(paths["RoleBinding"], {"metadata": {"name": "spark-driver-edit"},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+           "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": "default"}]})  # fmt: skip
+    for level in PRIORITY_LEVELS:
+        create(f"{FLOWCONTROL}/prioritylevelconfigurations", level)
+    create(f"{FLOWCONTROL}/flowschemas", FLOW_SCHEMA)
+    token = create(f"/api/v1/namespaces/default/serviceaccounts/{ACCOUNT}/token",
+                   {"spec": {"expirationSeconds": 86400}})["status"]["token"]  # fmt: skip
+    deadline = time.monotonic() + 60
+    while apf_metric(cluster, "nominal_limit_seats") != 2:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the priority level {APF_LEVEL} did not get 2 seats within 60 s")
+        time.sleep(0.5)
+    return str(token)
+
+
+def apf_metric(cluster: KwokCluster, name: str) -> int:
+    """An apiserver_flowcontrol_* metric of the drivers' priority level, summed over its other labels."""
+    code, text = cluster.control_plane.request("GET", "/metrics")
+    if code != 200:
+        raise RuntimeError(f"GET /metrics: {code}")
+    pattern = re.compile(
+        rf'^apiserver_flowcontrol_{name}{{[^}}]*priority_level="{APF_LEVEL}"[^}}]*}} (\S+)$', re.M
+    )
+    return sum(int(float(value)) for value in pattern.findall(text))
+
+
+def drive(
+    cluster: KwokCluster, clock: RealPodClock, http_: Http, side: str, pods: int, token: str | None = None
+) -> Figures:
+    """One driver to ``pods`` Running; ``token``: the drivers' account's (``--apf``), else the admin's."""
     ours, props = SIDES[side]
     master = pyk8s_url(cluster.url) if ours else "k8s://" + cluster.url
     conf = {**spark_conf_base(), **cluster.spark_conf(), "spark.executor.instances": str(pods), **NO_WAIT,
             "spark.kubernetes.executor.podNamePrefix": "bench", **props}  # fmt: skip
+    if token is not None:
+        for family in ("spark.kubernetes.authenticate.", "spark.kubernetes.authenticate.submission."):
+            conf[family + "oauthToken"] = token
+    rejected = apf_metric(cluster, "rejected_requests_total") if token is not None else 0
     offset = cluster.audit_offset()
     driver = Driver(master, conf)
     try:
@@ -166,10 +260,15 @@ def drive(cluster: KwokCluster, clock: RealPodClock, http_: Http, side: str, pod
     finally:
         driver.kill()
     clear_pods(http_)
-    kinds, throttled = cluster.requests_since(offset)
+    kinds, throttled = cluster.requests_since(offset, ADMIN if token is None else APF_USER)
     usage = driver.usage
     print(f"  {side}: requests {dict(sorted(kinds.items()))}", flush=True)
+    apf: Figures = {}
+    if token is not None:
+        apf = {"429 share (% of requests)": 100.0 * throttled / max(1, sum(kinds.values())),
+               "APF rejections": apf_metric(cluster, "rejected_requests_total") - rejected}  # fmt: skip
     return {
+        **apf,
         "first create -> all Running (s)": done - created[0],
         "first -> last create (s)": max(c for c in created if c <= done) - created[0],
         "pods created": len(created),
@@ -264,15 +363,17 @@ def render(results: dict[str, dict[str, list[float]]], repeat: int, pods: int) -
 
 def one_repetition(
     cluster: KwokCluster, clock: RealPodClock, http_: Http, args: argparse.Namespace, run: int,
-    results: dict[str, dict[str, list[float]]],
+    results: dict[str, dict[str, list[float]]], token: str | None = None,
 ) -> None:  # fmt: skip
     sides = list(SIDES) if run % 2 == 0 else list(SIDES)[::-1]
     for side in sides:
         began = time.monotonic()
-        for key, value in drive(cluster, clock, http_, side, args.pods).items():
+        for key, value in drive(cluster, clock, http_, side, args.pods, token).items():
             results[side][key].append(value)
         print(f"run {run + 1}/{args.repeat} {side}: {time.monotonic() - began:.0f} s; "
               f"load {load()}", flush=True)  # fmt: skip
+    if token is not None:
+        return  # the bare client runs as the admin, whom APF exempts: no denominator under --apf
     drivers = [app for app in clock.samples if not app.startswith("bare-")]
     body = bare_body(clock.samples[drivers[-1]])  # the last driver's pod spec (ours when it ran last)
     best: Figures | None = None
@@ -299,18 +400,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--streams", type=int, nargs="+", default=[4, 8, 16], help="bare client streams")
     parser.add_argument("--nodes", type=int, default=4, help="KWOK nodes (default 4)")
     parser.add_argument("--only", nargs="+", choices=list(SHORT), help="drivers to run (default: all)")
+    parser.add_argument("--apf", action="store_true",
+                        help="API Priority and Fairness: the drivers in a priority level of 2 seats "
+                             "(default drivers: spark-batch100 ours-adaptive)")  # fmt: skip
     args = parser.parse_args(argv)
-    if args.only:
-        for short, side in SHORT.items():
-            if short not in args.only:
-                del SIDES[side]
+    only = args.only or (["spark-batch100", "ours-adaptive"] if args.apf else list(SHORT))
+    for short, side in SHORT.items():
+        if short not in only:
+            del SIDES[side]
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     print(f"load at start: {load()}", flush=True)
     with KwokCluster(args.nodes) as cluster:
         http_ = Http(cluster)
         clock = RealPodClock(http_)
+        token = restrict_drivers(cluster) if args.apf else None
         for run in range(args.repeat):
-            one_repetition(cluster, clock, http_, args, run, results)
+            one_repetition(cluster, clock, http_, args, run, results, token)
     print(f"load at end: {load()}")
     print(render({k: dict(v) for k, v in results.items()}, args.repeat, args.pods))
 

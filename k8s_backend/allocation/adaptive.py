@@ -8,6 +8,12 @@ is sent before the server's ``Retry-After`` has passed. A round whose creates al
 the next one at once instead of waiting out ``batch.delay``: that is where the speed comes from. After
 trouble, the next round waits the full delay (or longer, when Retry-After asks).
 
+A 429 from API Priority and Fairness (it names the priority level that refused) says the driver's level
+has no seat free: a limit on requests in flight, not on their rate. When every refusal of a round is one
+and it had more than one create in flight, the creates in flight are halved for the rest of the run, and
+the batch, and back-to-back rounds, are kept (after the Retry-After). At one create in flight, it is
+handled as any other refusal.
+
 A refusal by the server (429, 5xx, a timeout) also switches to *paced* rounds: one round per
 ``batch.delay``, so that the batch is a rate the server can be held to (back-to-back rounds run at
 whatever speed the machine allows, whatever their size), with few creates in flight (each create in
@@ -60,6 +66,8 @@ class RoundOutcome:
     ``latencies``: seconds each answered create took (successes and refusals alike). ``throttled``:
     answered 429; ``server_errors``: 5xx; ``timeouts``: no answer (connection error or timeout).
     ``retry_after``: the longest Retry-After the server asked for (None: it asked for none).
+    ``flow_controlled``: the 429s that named an API Priority and Fairness priority level;
+    ``concurrency``: the creates the round allowed in flight (0: unknown).
     """
 
     finished_at: float
@@ -70,6 +78,8 @@ class RoundOutcome:
     timeouts: int = 0
     retry_after: float | None = None
     latencies: tuple[float, ...] = ()
+    flow_controlled: int = 0
+    concurrency: int = 0
 
     @property
     def refused(self) -> int:
@@ -90,7 +100,8 @@ class AdaptiveState:
     ``batch``: the next round's size; ``threshold``: where doubling gives way to additive growth;
     ``not_before``: no create before this time (Retry-After, or the delay after trouble);
     ``usual_latency``: a smoothed median create latency of the rounds that went well (None: none yet);
-    ``backoffs``: how many times the batch shrank (for status).
+    ``backoffs``: how many times the batch shrank (for status); ``concurrency_cap``: the most creates in
+    flight since API Priority and Fairness refused more (0: no cap).
     """
 
     batch: int
@@ -101,6 +112,7 @@ class AdaptiveState:
     fast: bool = False  # the last round went well: the next may start without waiting out the delay
     paced: bool = False  # the server refused creates: one round per batch delay, few in flight
     ceiling: int = 0  # the batch the server last refused (paced rounds end at twice this)
+    concurrency_cap: int = 0
 
 
 @attrs.frozen
@@ -118,11 +130,13 @@ def initial_state(settings: AdaptiveSettings) -> AdaptiveState:
     return AdaptiveState(batch=min(settings.initial, settings.maximum), threshold=settings.maximum)
 
 
-def concurrency_for(settings: AdaptiveSettings, batch: int, *, paced: bool = False) -> int:
-    """Creates in flight for a batch of ``batch``: the key when set, else a share of the batch."""
+def concurrency_for(settings: AdaptiveSettings, batch: int, *, paced: bool = False, cap: int = 0) -> int:
+    """Creates in flight for a batch of ``batch``: the key when set, else a share of the batch (at most
+    ``cap`` when it is not 0)."""
     if settings.concurrency > 0:
         return settings.concurrency
-    return max(1, min(PACED_CONCURRENCY if paced else MAX_CONCURRENCY, batch // 4 + 1))
+    automatic = max(1, min(PACED_CONCURRENCY if paced else MAX_CONCURRENCY, batch // 4 + 1))
+    return min(automatic, cap) if cap > 0 else automatic
 
 
 def decide(state: AdaptiveState, settings: AdaptiveSettings, now: float) -> BatchDecision:
@@ -130,7 +144,7 @@ def decide(state: AdaptiveState, settings: AdaptiveSettings, now: float) -> Batc
     wait = max(state.not_before - now, 0.0)
     return BatchDecision(
         size=state.batch,
-        concurrency=concurrency_for(settings, state.batch, paced=state.paced),
+        concurrency=concurrency_for(settings, state.batch, paced=state.paced, cap=state.concurrency_cap),
         may_create=wait == 0.0,
         wait=wait,
     )
@@ -144,6 +158,13 @@ def congested_latency(state: AdaptiveState, settings: AdaptiveSettings, outcome:
     return state.usual_latency is None or median > settings.latency_factor * state.usual_latency
 
 
+def seats_full(settings: AdaptiveSettings, outcome: RoundOutcome) -> bool:
+    """Whether API Priority and Fairness refused every refused create of a round that had more than one
+    in flight (automatic concurrency only): fewer in flight is the answer, not a slower rate."""
+    throttled_by_apf = outcome.refused > 0 and outcome.flow_controlled == outcome.refused
+    return throttled_by_apf and outcome.concurrency > 1 and settings.concurrency == 0
+
+
 def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: RoundOutcome) -> AdaptiveState:
     """The state after a round that sent creates: grow on success, shrink on pushback (a pure function).
 
@@ -153,6 +174,15 @@ def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: Round
         return state
     now = outcome.finished_at
     slow = congested_latency(state, settings, outcome)
+    if seats_full(settings, outcome) and not slow:
+        wait = max(settings.batch_delay, outcome.retry_after or 0.0)
+        return attrs.evolve(
+            state,
+            concurrency_cap=max(1, outcome.concurrency // 2),
+            not_before=now + wait,
+            backoffs=state.backoffs + 1,
+            fast=False,
+        )
     if outcome.refused or slow:
         batch = max(1, state.batch // 2)
         wait = settings.batch_delay
@@ -168,6 +198,7 @@ def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: Round
             fast=False,
             paced=state.paced or refused,
             ceiling=state.batch if refused else state.ceiling,
+            concurrency_cap=state.concurrency_cap,
         )
     if outcome.succeeded < outcome.attempted:  # failed for another reason (quota, invalid): no signal
         return attrs.evolve(state, fast=False, not_before=now + settings.batch_delay)
@@ -195,4 +226,5 @@ def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: Round
         fast=not paced,
         paced=paced,
         ceiling=state.ceiling,
+        concurrency_cap=state.concurrency_cap,
     )

@@ -38,6 +38,7 @@ from k8s_backend.allocation.policy import (
 from k8s_backend.allocation.pvcs import claim_names_in_use
 from k8s_backend.allocation.quota import QuotaGate
 from k8s_backend.allocation.settings import AllocatorIdentity, AllocatorListeners, AllocatorSettings
+from k8s_backend.allocation.throttling import ThrottleNotice
 from k8s_backend.common import Cancellable, Clock, Scheduler
 from k8s_backend.common.failure_sink import FailureReporter, FailureSink
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
@@ -115,6 +116,7 @@ class ExecutorPodsAllocator:
             early_round=None if scheduler is None else (scheduler, store.notify_subscribers),
         )
         self._deletes = PodDeletes(api, settings.namespace, identity.app_id)
+        self._throttling = ThrottleNotice(api)
         self._failures = FailureBudget(
             ExecutorFailureTracker(clock, settings.failures_validity_interval),
             settings.max_failures,
@@ -262,6 +264,7 @@ class ExecutorPodsAllocator:
                 "stopped": self._stopped,
                 "create_retries": self._retries.status(),
                 "batches": self._pacer.status(),
+                "throttled_by": self._throttling.status(),
                 "maximum_reached": self._ids.maximum_reached,
                 "quota": None if self.quota is None else self.quota.status(),
                 "avoided_nodes": None if self.avoider is None else self.avoider.status(),
@@ -304,7 +307,10 @@ class ExecutorPodsAllocator:
         plan = plan_round(inputs)
         results = self._apply(plan, batch, pace)
         self._failures.check()
-        if self._pacer.adaptive:
+        self._throttling.observe(results)
+        if not self._pacer.adaptive:
+            self._pacer.record(results, self._clock.now())  # counts the 429s (status)
+        else:
             created = sum(1 for r in results if r.creation.created)
             missing = sum(max(c.target - c.pod_count, 0) for c in plan.profiles) - created
             with self._lock:

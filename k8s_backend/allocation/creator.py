@@ -17,6 +17,7 @@ from k8s_backend.allocation.pvcs import PvcReusePolicy, reusable_pvcs, reuse_cla
 from k8s_backend.allocation.settings import AllocatorIdentity
 from k8s_backend.common import Clock
 from k8s_backend.conf.model import ResourceProfile
+from k8s_backend.kube.flow_control import FlowControl
 from k8s_backend.kube.labels import app_selector
 from k8s_backend.kube.port import PODS, PVCS, ApiError, ConflictError, KubernetesApi, Obj
 from k8s_backend.kube.retry import should_retry
@@ -59,7 +60,8 @@ class Creation:
 
     ``retryable``: the API refused with a transient error (429, 5xx, connection error or timeout, once
     the adapter's own retries were spent): an outage, not an executor failure; ask again later, not
-    before ``retry_after`` seconds when the server said so. ``reuse_id``: the pod itself may exist (a
+    before ``retry_after`` seconds when the server said so (``flow_control``: the API Priority and
+    Fairness class that refused it, when the server named it). ``reuse_id``: the pod itself may exist (a
     timed-out create can have reached the server), so ask again under the same executor id: a 409 then
     finds the pod and adopts it.
     """
@@ -71,6 +73,7 @@ class Creation:
     retry_after: float | None = None
     resource_version: int | None = None  # the created (or adopted) pod's, when ``created``
     status: int = 0  # the refusal's HTTP status (0: none, e.g. a timeout)
+    flow_control: FlowControl | None = None
 
 
 CREATED = Creation(True)
@@ -88,6 +91,7 @@ def _transient(error: ApiError, *, reuse_id: bool) -> Creation:
         reuse_id=reuse_id,
         retry_after=error.retry_after,
         status=error.status or 0,
+        flow_control=error.flow_control,
     )
 
 

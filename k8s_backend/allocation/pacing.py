@@ -29,9 +29,9 @@ FOLLOW_UP = 0.02
 for the watch to deliver the pods just created, far shorter than ``batch.delay``."""
 
 
-def outcome_of(results: Sequence[CreateResult], finished_at: float) -> RoundOutcome:
-    """Sum up one round's create results for the sizing."""
-    throttled = server_errors = timeouts = succeeded = 0
+def outcome_of(results: Sequence[CreateResult], finished_at: float, concurrency: int = 0) -> RoundOutcome:
+    """Sum up one round's create results for the sizing (``concurrency``: creates it allowed in flight)."""
+    throttled = server_errors = timeouts = succeeded = flow_controlled = 0
     retry_after: float | None = None
     for result in results:
         creation = result.creation
@@ -40,6 +40,7 @@ def outcome_of(results: Sequence[CreateResult], finished_at: float) -> RoundOutc
         elif creation.retryable:
             if creation.status == 429:
                 throttled += 1
+                flow_controlled += creation.flow_control is not None
             elif creation.status >= 500:
                 server_errors += 1
             else:
@@ -55,6 +56,8 @@ def outcome_of(results: Sequence[CreateResult], finished_at: float) -> RoundOutc
         timeouts=timeouts,
         retry_after=retry_after,
         latencies=tuple(r.latency for r in results),
+        flow_controlled=flow_controlled,
+        concurrency=concurrency,
     )
 
 
@@ -98,11 +101,11 @@ class BatchPacer:
                 return self._fixed
             return decide(self._state, self._adaptive, now)
 
-    def record(self, results: Sequence[CreateResult], now: float) -> None:
-        """Feed one round's create results to the sizing (nothing to do with fixed batches)."""
+    def record(self, results: Sequence[CreateResult], now: float, concurrency: int = 0) -> None:
+        """Feed one round's create results to the sizing (fixed batches: only count the 429s)."""
         if not results:
             return
-        outcome = outcome_of(results, now)
+        outcome = outcome_of(results, now, concurrency)
         with self._lock:
             self._last_creates = now
             self.throttled += outcome.throttled
@@ -117,7 +120,7 @@ class BatchPacer:
         ``missing``: at once after a round that went well (as soon as the watch can have delivered the new
         pods), not a whole batch delay later; when a Retry-After shorter than the delay passes. Early rounds
         stop once no create was sent for a whole batch delay."""
-        self.record(results, now)
+        self.record(results, now, pace.concurrency)
         if missing <= 0 or self._early_round is None:
             return
         with self._lock:
@@ -171,5 +174,6 @@ class BatchPacer:
                 "threshold": state.threshold,
                 "backoffs": state.backoffs,
                 "usual_create_latency": state.usual_latency,
+                "concurrency_cap": state.concurrency_cap,
                 "throttled": self.throttled,
             }

@@ -17,6 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from k8s_backend.kube.flow_control import FlowControl
+
 Obj = dict[str, Any]
 """A Kubernetes object as plain JSON data (``{"apiVersion": ..., "metadata": {...}, ...}``)."""
 
@@ -185,7 +187,12 @@ class KubernetesApi(Protocol):
 
 
 class ApiError(Exception):
-    """An error answered by (or on the way to) the Kubernetes API server."""
+    """An error answered by (or on the way to) the Kubernetes API server.
+
+    ``retry_after``: seconds the server asked the client to wait (``Retry-After``); ``flow_control``: the
+    API Priority and Fairness FlowSchema and priority level the server ran the request in, when it
+    named them (the ``X-Kubernetes-PF-*`` headers; a 429 with them is APF's refusal).
+    """
 
     status: int = 0
     default_reason: str = "Unknown"
@@ -198,6 +205,7 @@ class ApiError(Exception):
         reason: str | None = None,
         retry_after: float | None = None,
         body: Obj | None = None,
+        flow_control: FlowControl | None = None,
     ) -> None:
         super().__init__(message)
         if status is not None:
@@ -206,6 +214,7 @@ class ApiError(Exception):
         self.message = message
         self.retry_after = retry_after
         self.body = body
+        self.flow_control = flow_control  # the APF class that answered, when the server named it
 
     def __str__(self) -> str:
         code = f"{self.status} " if self.status else ""
@@ -285,12 +294,15 @@ def error_for_status(
     reason: str | None = None,
     retry_after: float | None = None,
     body: Obj | None = None,
+    flow_control: FlowControl | None = None,
 ) -> ApiError:
     """The :class:`ApiError` subclass instance for an HTTP status code."""
     cls = _BY_STATUS.get(status)
     if cls is None:
         cls = ServerError if status >= 500 else ApiError
-    return cls(message, status=status, reason=reason, retry_after=retry_after, body=body)
+    return cls(
+        message, status=status, reason=reason, retry_after=retry_after, body=body, flow_control=flow_control
+    )
 
 
 def is_retryable(error: BaseException) -> bool:

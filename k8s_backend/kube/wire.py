@@ -11,6 +11,7 @@ from typing import Any
 
 import urllib3
 
+from k8s_backend.kube.flow_control import FlowControl, flow_control_from_headers
 from k8s_backend.kube.port import ApiError, Obj, WatchEvent, error_for_status
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,11 @@ def _event(line: bytes) -> WatchEvent:
 
 
 def error_from_status(
-    status: Obj, *, http_status: int | None = None, retry_after: float | None = None
+    status: Obj,
+    *,
+    http_status: int | None = None,
+    retry_after: float | None = None,
+    flow_control: FlowControl | None = None,
 ) -> ApiError:
     """The :class:`ApiError` for a Kubernetes ``Status`` object (an error body or a watch ERROR event)."""
     code = http_status or int(status.get("code") or 500)
@@ -111,20 +116,24 @@ def error_from_status(
     if retry_after is None and details.get("retryAfterSeconds") is not None:
         retry_after = float(details["retryAfterSeconds"])
     reason = status.get("reason") or None
-    return error_for_status(code, message, reason=reason, retry_after=retry_after, body=status)
+    return error_for_status(
+        code, message, reason=reason, retry_after=retry_after, body=status, flow_control=flow_control
+    )
 
 
 def error_from_response(status: int, data: bytes, headers: Mapping[str, str]) -> ApiError:
-    """The :class:`ApiError` for a non-2xx answer: its Status body, plus ``Retry-After`` if any."""
+    """The :class:`ApiError` for a non-2xx answer: its Status body, plus ``Retry-After`` and the API
+    Priority and Fairness headers if any (APF's own 429 has a plain-text body, not a Status)."""
     retry_after = _retry_after(headers.get("Retry-After"))
+    flow_control = flow_control_from_headers(headers)
     try:
         body = json.loads(data) if data else None
     except ValueError:
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status":
-        return error_from_status(body, http_status=status, retry_after=retry_after)
+        return error_from_status(body, http_status=status, retry_after=retry_after, flow_control=flow_control)
     text = data.decode("utf-8", "replace").strip()[:500] or f"HTTP {status}"
-    return error_for_status(status, text, retry_after=retry_after)
+    return error_for_status(status, text, retry_after=retry_after, flow_control=flow_control)
 
 
 def _retry_after(value: str | None) -> float | None:
