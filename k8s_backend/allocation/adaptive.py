@@ -165,6 +165,27 @@ def seats_full(settings: AdaptiveSettings, outcome: RoundOutcome) -> bool:
     return throttled_by_apf and outcome.concurrency > 1 and settings.concurrency == 0
 
 
+def _shrunk(state: AdaptiveState, settings: AdaptiveSettings, outcome: RoundOutcome) -> AdaptiveState:
+    """After pushback (refusals or congested latency): half the batch, paced, after the delay or the
+    server's Retry-After, whichever is longer."""
+    batch = max(1, state.batch // 2)
+    wait = settings.batch_delay
+    if outcome.retry_after is not None and outcome.retry_after > 0:
+        wait = max(wait, outcome.retry_after)
+    refused = outcome.refused > 0
+    return AdaptiveState(
+        batch=batch,
+        threshold=batch,
+        not_before=outcome.finished_at + wait,
+        usual_latency=state.usual_latency,
+        backoffs=state.backoffs + 1,
+        fast=False,
+        paced=state.paced or refused,
+        ceiling=state.batch if refused else state.ceiling,
+        concurrency_cap=state.concurrency_cap,
+    )
+
+
 def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: RoundOutcome) -> AdaptiveState:
     """The state after a round that sent creates: grow on success, shrink on pushback (a pure function).
 
@@ -184,22 +205,7 @@ def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: Round
             fast=False,
         )
     if outcome.refused or slow:
-        batch = max(1, state.batch // 2)
-        wait = settings.batch_delay
-        if outcome.retry_after is not None and outcome.retry_after > 0:
-            wait = max(wait, outcome.retry_after)
-        refused = outcome.refused > 0
-        return AdaptiveState(
-            batch=batch,
-            threshold=batch,
-            not_before=now + wait,
-            usual_latency=state.usual_latency,
-            backoffs=state.backoffs + 1,
-            fast=False,
-            paced=state.paced or refused,
-            ceiling=state.batch if refused else state.ceiling,
-            concurrency_cap=state.concurrency_cap,
-        )
+        return _shrunk(state, settings, outcome)
     if outcome.succeeded < outcome.attempted:  # failed for another reason (quota, invalid): no signal
         return attrs.evolve(state, fast=False, not_before=now + settings.batch_delay)
     median = outcome.median_latency

@@ -328,19 +328,7 @@ class ExecutorPodsAllocator:
             log.warning("%d new failed executors (%s).", len(plan.new_failures), _ids(plan.new_failures))
             self._failures.register_failure(len(plan.new_failures))
             self._failures.check()  # before requesting replacements for executors that keep failing
-        if plan.lost_before_seen:
-            log.warning(
-                "Executors %s registered with the driver and were removed from it before their pods were "
-                "ever observed; they count as requested until a pod list shows whether their pods still "
-                "exist (a killed executor's pod may), and are replaced once it shows they do not.",
-                _ids(plan.lost_before_seen),
-            )
-        if plan.vanished:
-            log.warning(
-                "Executors %s were created, but a full list of the pods taken since no longer has them: "
-                "they were deleted before any watch event about them arrived. They will be replaced.",
-                _ids(plan.vanished),
-            )
+        _warn_unseen(plan)
         if plan.timed_out is not None:
             self._delete_timed_out(plan.timed_out.executor_ids)
         pending_kept = 0
@@ -432,6 +420,23 @@ class ExecutorPodsAllocator:
                 return False
             self._newly_created[executor_id] = request
             return True
+
+
+def _warn_unseen(plan: AllocationPlan) -> None:
+    """Say which executors the plan counts as requested, or replaces, without ever having seen their pods."""
+    if plan.lost_before_seen:
+        log.warning(
+            "Executors %s registered with the driver and were removed from it before their pods were "
+            "ever observed; they count as requested until a pod list shows whether their pods still "
+            "exist (a killed executor's pod may), and are replaced once it shows they do not.",
+            _ids(plan.lost_before_seen),
+        )
+    if plan.vanished:
+        log.warning(
+            "Executors %s were created, but a full list of the pods taken since no longer has them: "
+            "they were deleted before any watch event about them arrived. They will be replaced.",
+            _ids(plan.vanished),
+        )
 
 
 def _ids(ids: Collection[int]) -> str:
