@@ -87,7 +87,8 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def driver_image(node_cluster: LocalCluster) -> str:
     """The driver image, built (or found in the cache) and imported into the node's containerd."""
-    image = ImageBuilder().driver()
+    # This checkout's wheel: under tox, k8s_backend is imported from an installed copy, not from here.
+    image = ImageBuilder().driver(checkout=ROOT)
     node_cluster.node.import_image(NodeBuilder().ensure(), image)
     return image.name
 

@@ -150,12 +150,16 @@ class ImageBuilder:
         )
         return OciImage(spark_image_name(), (base, layer), config)
 
-    def driver(self) -> OciImage:
+    def driver(self, checkout: Path | None = None) -> OciImage:
         """The driver image: the Spark image plus this checkout's k8s_backend and its requirements, with
         ``PYTHONPATH`` naming Spark's pyspark and py4j. A wheel is built each time (seconds); the layer
-        is rebuilt only when what the wheel installs changed."""
+        is rebuilt only when what the wheel installs changed.
+
+        :param checkout: the k8s_backend checkout to build the wheel of (default: the one this k8s_backend
+            is imported from; an installed, non-editable k8s_backend has none: a test run by tox, say).
+        """
         spark = self.spark()
-        layer = self._driver_layer()
+        layer = self._driver_layer(checkout or driver_layer.checkout_root())
         env = {**spark.config.env, "PYTHONPATH": driver_layer.driver_pythonpath(_pyspark_dir())}
         return OciImage(driver_image_name(), (*spark.layers, layer), attrs.evolve(spark.config, env=env))
 
@@ -235,12 +239,12 @@ class ImageBuilder:
         self._timed(f"Spark {version}", build)
         return layer
 
-    def _driver_layer(self) -> Path:
+    def _driver_layer(self, checkout: Path) -> Path:
         builds = self.directory / "build"
         builds.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="driver-", dir=builds))  # builds may run side by side
         try:
-            wheel = driver_layer.build_wheel(driver_layer.checkout_root(), work / "wheel", self._environ)
+            wheel = driver_layer.build_wheel(checkout, work / "wheel", self._environ)
             key = _key(driver_layer.wheel_digest(wheel), driver_layer.IMAGE_PYTHON, architecture())
             layer = self.directory / f"driver-{metadata.version('pyspark')}-{key}.tar"
             if layer.exists():

@@ -146,10 +146,10 @@ def test_a_cached_driver_layer_is_reused_until_what_the_wheel_installs_changes(
     monkeypatch.setattr(driver_layer, "build_wheel", build_wheel)
     monkeypatch.setattr(driver_layer, "install", install)
     builder = ImageBuilder(cache_dir=tmp_path / "cache", progress=lambda line: None)
-    first = builder._driver_layer()
-    assert builder._driver_layer() == first and len(installs) == 1
+    first = builder._driver_layer(tmp_path)
+    assert builder._driver_layer(tmp_path) == first and len(installs) == 1
     code[0] = b"print('changed')\n"
-    second = builder._driver_layer()
+    second = builder._driver_layer(tmp_path)
     assert second != first and second.exists() and len(installs) == 2
     assert second.name.startswith("driver-")
     assert not list((tmp_path / "cache" / "build").iterdir())  # the work directories are gone
