@@ -132,9 +132,15 @@ def fail_executor(cluster: LocalCluster, pod: Obj) -> None:
     container = pod["spec"]["containers"][0]["name"]
     if cluster.kubelet.run_processes:
         log = cluster.kubelet.log_path("default", name, container)
-        handles = [h for h in cluster.kubelet.processes() if h.log_path == log]
-        assert log is not None and len(handles) == 1, (log, cluster.kubelet.processes())
-        os.kill(handles[0].pid, signal.SIGKILL)
+
+        def handles() -> list[Any]:
+            return [h for h in cluster.kubelet.processes() if h.log_path == log]
+
+        # A pod just bound may not have its process yet (a loaded machine): wait for it to start.
+        assert log is not None and cluster.wait_until(lambda: len(handles()) == 1, timeout=120), (
+            log, [h.log_path for h in cluster.kubelet.processes()],
+        )  # fmt: skip
+        os.kill(handles()[0].pid, signal.SIGKILL)
         return
     terminated = {"exitCode": 1, "reason": "Error", "message": "failed on purpose"}
     status = {

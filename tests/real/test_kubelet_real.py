@@ -175,10 +175,12 @@ def test_graceful_deletion_sends_sigterm_then_the_pod_disappears(
     cp: ControlPlane, kubelet: ProcessKubelet, tmp_path: Path
 ) -> None:
     api = cp.api()
-    marker, armed = tmp_path / "sigterm", tmp_path / "armed"
+    marker, armed, release = tmp_path / "sigterm", tmp_path / "armed", tmp_path / "release"
+    # On SIGTERM it says so, then exits only once the test has seen the terminating pod (released).
     code = (
-        "import signal, sys, time\n"
-        f"def bye(*_):\n    open({str(marker)!r}, 'w').write('TERM')\n    sys.exit(0)\n"
+        "import os, signal, sys, time\n"
+        f"def bye(*_):\n    open({str(marker)!r}, 'w').write('TERM')\n"
+        f"    while not os.path.exists({str(release)!r}):\n        time.sleep(0.05)\n    sys.exit(0)\n"
         "signal.signal(signal.SIGTERM, bye)\n"
         f"open({str(armed)!r}, 'w').close()\n"
         "time.sleep(600)\n"
@@ -188,9 +190,11 @@ def test_graceful_deletion_sends_sigterm_then_the_pod_disappears(
     until(armed.exists, "the SIGTERM handler installed")
     handles = kubelet.processes()
     api.delete(PODS, "default", "sleeper")  # the pod's own grace period: 60 s
+    until(marker.exists, "SIGTERM delivered")
     terminating = get_or_none(cp, "sleeper")
     assert terminating is not None and terminating["metadata"]["deletionGracePeriodSeconds"] == 60
-    until(lambda: get_or_none(cp, "sleeper") is None, "pod sleeper removed", timeout=45)
+    release.touch()
+    until(lambda: get_or_none(cp, "sleeper") is None, "pod sleeper removed", timeout=55)
     assert marker.read_text() == "TERM"
     assert all(session_members(h.pid) == [] for h in handles)
 
