@@ -36,6 +36,7 @@ from k8s_backend.kube.port import (
 from k8s_backend.kube.resource_version import newer, parse_resource_version
 from k8s_backend.kube.retry import caller_retries
 from k8s_backend.kube.watch_backoff import failure_delay, misbehaving_delay
+from k8s_backend.kube.watch_stop import end_watch
 from k8s_backend.snapshots.watch_source import DEFAULT_SERVER_TIMEOUT, SHORT_WATCH
 
 log = logging.getLogger(__name__)
@@ -226,15 +227,7 @@ class ObjectsReflector:
         self._stop.set()
         with self._lock:
             stream = self._stream
-        if stream is not None:
-            try:
-                stream.close()  # type: ignore[attr-defined]
-            except Exception:
-                log.debug("Closing the %s watch failed", self._kind, exc_info=True)
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.warning("The %s watch thread did not stop within %.0fs", self._kind, timeout)
+        end_watch(stream, self._thread, f"{self._kind} watch", timeout)
 
     @property
     def stopped(self) -> bool:

@@ -22,6 +22,7 @@ from k8s_backend.kube.labels import executor_selector
 from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
 from k8s_backend.kube.retry import caller_retries
 from k8s_backend.kube.watch_backoff import failure_delay, misbehaving_delay
+from k8s_backend.kube.watch_stop import end_watch
 from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.store import SnapshotsStore
 
@@ -204,15 +205,7 @@ class ExecutorPodsWatchSnapshotSource:
         self._stop.set()
         with self._stream_lock:
             stream = self._stream
-        if stream is not None:
-            try:
-                stream.close()  # type: ignore[attr-defined]
-            except Exception:
-                log.debug("Closing the watch stream failed", exc_info=True)
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.warning("The executor watch thread did not stop within %.0fs", timeout)
+        end_watch(stream, self._thread, "executor pod watch", timeout)
 
     def health(self) -> dict[str, object]:
         return {
