@@ -72,8 +72,15 @@ victim = max(before, key=lambda i: (before[i], -int(i)))
 control.decommission(victim)
 control.wait_until_gone(victim)
 wait(lambda: any(kind == "migrated" for kind, _ in markers()), "the migrated marker")
-# Spark's status store has handled the executor's removal, so every block update posted before it too.
-wait(lambda: victim not in rdd_blocks(), "the status store without the victim")
+# Spark's status store writes a live executor at most every spark.ui.liveUpdate.period (100 ms) and
+# flushes the rest on the next heartbeat, so block updates that came close together show up late: wait
+# until it has handled the victim's removal and counts every migrated block on the executor left. A
+# block lost in the migration never shows up, and the wait's error names the counts.
+total = sum(before.values())
+wait(
+    lambda: victim not in rdd_blocks() and sum(rdd_blocks().values()) == total,
+    "the status store without the victim and with every block on the executor left",
+)
 report = {
     "victim": victim,
     "before": before,
