@@ -150,6 +150,49 @@ def test_a_compactor_keeps_identical_containers_once_and_its_memory_bounded() ->
     assert len(compactor._parts) <= SHARED_PARTS_LIMIT
 
 
+SERVER_TOLERATIONS = [
+    {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
+     "tolerationSeconds": 300}
+    for taint in ("not-ready", "unreachable")
+]  # fmt: skip
+
+
+def server_admitted_pod(exec_id: int, suffix: str) -> Obj:
+    """A pod as kube-apiserver returns it: its ServiceAccount admission's token volume, named per pod, and
+    its default tolerations."""
+    pod = full_pod(exec_id)
+    token = {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}
+    pod["spec"]["volumes"].append(
+        {"name": f"kube-api-access-{suffix}", "projected": {"sources": [token], "defaultMode": 420}}
+    )
+    pod["spec"]["tolerations"] = copy.deepcopy(SERVER_TOLERATIONS)
+    return pod
+
+
+def test_the_api_servers_token_volume_is_dropped_and_the_claims_kept() -> None:
+    pod = server_admitted_pod(1, "njqtr")
+    compact = compact_pod(pod)
+    assert [v["name"] for v in compact["spec"]["volumes"]] == ["spark-local-dir-1", "data"]
+    assert list(_claim_names(compact)) == ["claim-1"]
+    assert len(pod["spec"]["volumes"]) == 3  # the pod given is unchanged
+    # Only the admission's projected volume goes: a user's volume of that name stays.
+    pod["spec"]["volumes"][-1] = {"name": "kube-api-access-mine", "emptyDir": {}}
+    assert [v["name"] for v in compact_pod(pod)["spec"]["volumes"]][-1] == "kube-api-access-mine"
+
+
+def test_the_spec_parts_every_pod_repeats_are_kept_once() -> None:
+    """The token volume's random name made every pod's volumes its own copy (9.4 KB per executor on the
+    real API server, 4.4 KB without: benchmarks/real_scale.py); the server's tolerations were one each."""
+    compactor = PodCompactor()
+    one, two = (compactor.compact(server_admitted_pod(1, s)) for s in ("njqtr", "x7k2p"))
+    assert one["spec"]["tolerations"] == SERVER_TOLERATIONS
+    assert one["spec"]["tolerations"] is two["spec"]["tolerations"]
+    pod_1, pod_2 = server_admitted_pod(1, "abcde"), server_admitted_pod(2, "fghij")
+    for pod in (pod_1, pod_2):  # the claim is the same name in both: only the token volume differs
+        pod["spec"]["volumes"][1]["persistentVolumeClaim"]["claimName"] = "shared"
+    assert compactor.compact(pod_1)["spec"]["volumes"] is compactor.compact(pod_2)["spec"]["volumes"]
+
+
 def test_the_store_keeps_compact_pods() -> None:
     scheduler = DeterministicScheduler(ManualClock(0.0))
     store = ExecutorPodsSnapshotsStore(scheduler, scheduler.clock)
