@@ -67,6 +67,7 @@ class DelegatingKubernetesApi:
         resource_version: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> WatchStream:
         return self.around(
             "watch",
@@ -79,6 +80,7 @@ class DelegatingKubernetesApi:
                 resource_version=resource_version,
                 timeout_seconds=timeout_seconds,
                 allow_bookmarks=allow_bookmarks,
+                send_initial_events=send_initial_events,
             ),
         )
 

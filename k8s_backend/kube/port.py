@@ -142,8 +142,18 @@ class KubernetesApi(Protocol):
         resource_version: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> WatchStream:
-        """Watch changes after ``resource_version``; the server ends the stream after ``timeout_seconds``."""
+        """Watch changes after ``resource_version``; the server ends the stream after ``timeout_seconds``.
+
+        ``send_initial_events``: a streaming list (Kubernetes' WatchList). The stream starts with every
+        matching object as an ADDED event, then a BOOKMARK annotated ``k8s.io/initial-events-end: "true"``
+        carrying the version they were read at, then the changes after it; ``resource_version`` is the
+        oldest version the objects may be read at (None: the newest, as a consistent list). The end
+        bookmark comes only with ``allow_bookmarks``. A server without the feature answers
+        :class:`BadRequestError` or :class:`InvalidError`; kube-apiserver before 1.27 ignores the parameter
+        and sends the objects, then changes, with no end bookmark.
+        """
         ...
 
     def patch(
@@ -184,6 +194,10 @@ class KubernetesApi(Protocol):
     def close(self) -> None:
         """Release connections; the adapter must not be used afterwards."""
         ...
+
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""The annotation of the bookmark that ends a streaming list's initial events (value ``"true"``)."""
 
 
 class ApiError(Exception):

@@ -173,6 +173,7 @@ class InMemoryKubernetes(FaultControls):
         resource_version: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> FakeWatchStream:
         """Open a watch. Errors (injected faults, 410 Gone) are raised when the stream is iterated."""
         error = self._call(
@@ -189,6 +190,7 @@ class InMemoryKubernetes(FaultControls):
                 resource_version=resource_version,
                 timeout_seconds=timeout_seconds,
                 allow_bookmarks=allow_bookmarks,
+                send_initial_events=send_initial_events,
             )
 
     def patch(

@@ -263,9 +263,14 @@ class FakeServer:
         resource_version: str | None,
         timeout_seconds: int | None,
         allow_bookmarks: bool,
+        send_initial_events: bool = False,
     ) -> FakeWatchStream:
         since = parse_resource_version(resource_version)
         watch_filter = self.watch_filter(resource, namespace, label_selector, field_selector)
+        if send_initial_events:
+            # A streaming list: the objects as they are now (never older than any version asked), the
+            # bookmark that ends them (only if bookmarks are allowed, as kube-apiserver), then the changes.
+            since = None
         initial = [obj for _, obj in self.select(resource, watch_filter)] if since is None else []
         return self.log.open(
             resource,
@@ -274,6 +279,7 @@ class FakeServer:
             initial=initial,
             allow_bookmarks=allow_bookmarks,
             timeout_seconds=timeout_seconds,
+            end_initial=send_initial_events and allow_bookmarks,
         )
 
     # --- updates ----------------------------------------------------------------------------------

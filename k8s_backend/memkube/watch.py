@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 
 import attrs
 
-from k8s_backend.kube.port import ApiError, Obj, Resource, WatchEvent, WatchStream
+from k8s_backend.kube.port import INITIAL_EVENTS_END, ApiError, Obj, Resource, WatchEvent, WatchStream
 from k8s_backend.memkube.errors import gone
 from k8s_backend.memkube.selectors import FieldSelector, LabelSelector
 from k8s_backend.memkube.store import ResKey, json_copy, res_key
@@ -238,8 +238,10 @@ class EventLog:
         initial: list[Obj],
         allow_bookmarks: bool,
         timeout_seconds: float | None,
+        end_initial: bool = False,
     ) -> FakeWatchStream:
-        """Open a watch: ``initial`` objects as ADDED then live events, or the history after ``since``."""
+        """Open a watch: ``initial`` objects as ADDED then live events, or the history after ``since``.
+        ``end_initial``: a bookmark annotated :data:`INITIAL_EVENTS_END` follows the initial objects."""
         kind = res_key(resource)
         compacted = max(self._floor, self._compacted.get(kind, 0))
         if since is not None and since < compacted:
@@ -254,6 +256,10 @@ class EventLog:
         )
         for obj in initial:
             stream.push(ADDED, obj)
+        if end_initial:
+            end = bookmark_object(resource, self._rv)
+            end["metadata"]["annotations"] = {INITIAL_EVENTS_END: "true"}
+            stream.push(BOOKMARK, end)
         if since is not None:
             replay: list[StoredEvent] = []
             for event in reversed(self._history.get(kind, ())):

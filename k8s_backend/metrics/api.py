@@ -81,6 +81,7 @@ class InstrumentedKubernetesApi(DelegatingKubernetesApi):
         resource_version: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> WatchStream:
         # A watch is counted when it ends: a 410 Gone or a 500 comes inside the stream, not at its opening.
         started = self._clock()
@@ -93,6 +94,7 @@ class InstrumentedKubernetesApi(DelegatingKubernetesApi):
                 resource_version=resource_version,
                 timeout_seconds=timeout_seconds,
                 allow_bookmarks=allow_bookmarks,
+                send_initial_events=send_initial_events,
             )
         except BaseException as error:
             self._count("watch", resource, _code(error), started)

@@ -9,7 +9,15 @@ import pytest
 from contract_objects import NS, names, pod, rv
 from contract_support import Control, StreamReader
 
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, ForbiddenError, GoneError, KubernetesApi, WatchStream
+from k8s_backend.kube.port import (
+    CONFIG_MAPS,
+    INITIAL_EVENTS_END,
+    PODS,
+    ForbiddenError,
+    GoneError,
+    KubernetesApi,
+    WatchStream,
+)
 
 Reader = Callable[[WatchStream], StreamReader]
 
@@ -56,6 +64,44 @@ def test_watch_without_version_starts_with_the_current_objects(api: KubernetesAp
     assert sorted(names([e.object for e in initial])) == ["a", "c"]
     api.create(PODS, NS, pod("d", {"app": "x"}))
     assert [(e.type, e.object["metadata"]["name"]) for e in stream.take(1)] == [("ADDED", "d")]
+
+
+def test_a_streaming_list_sends_the_objects_then_the_bookmark_that_ends_them_then_changes(
+    api: KubernetesApi, reader: Reader
+) -> None:
+    api.create(PODS, NS, pod("a", {"app": "x"}))
+    api.create(PODS, NS, pod("b", {"app": "y"}))
+    last = api.create(PODS, NS, pod("c", {"app": "x"}))
+    stream = reader(api.watch(PODS, NS, label_selector="app=x", send_initial_events=True))
+    *initial, end = stream.take(3, bookmarks=True)
+    assert {e.type for e in initial} == {"ADDED"}
+    assert sorted(names([e.object for e in initial])) == ["a", "c"]
+    assert end.type == "BOOKMARK"
+    assert end.object["metadata"]["annotations"] == {INITIAL_EVENTS_END: "true"}
+    assert int(end.object["metadata"]["resourceVersion"]) >= rv(last)  # the version the list was read at
+    created = api.create(PODS, NS, pod("d", {"app": "x"}))
+    (added,) = stream.take(1)
+    assert (added.type, added.object["metadata"]["name"]) == ("ADDED", "d")
+    assert rv(created) > int(end.object["metadata"]["resourceVersion"])
+
+
+def test_a_streaming_list_of_nothing_is_its_end_bookmark(api: KubernetesApi, reader: Reader) -> None:
+    stream = reader(api.watch(PODS, NS, label_selector="app=none", send_initial_events=True))
+    (end,) = stream.take(1, bookmarks=True)
+    assert end.type == "BOOKMARK"
+    assert end.object["metadata"]["annotations"] == {INITIAL_EVENTS_END: "true"}
+
+
+def test_a_streaming_list_without_bookmarks_has_no_end_bookmark(api: KubernetesApi, reader: Reader) -> None:
+    """kube-apiserver v1.37.2 accepts the pair and sends the objects, but never the bookmark that ends them
+    (so a reader cannot tell where the list ends: the watch source always allows bookmarks)."""
+    api.create(PODS, NS, pod("a"))
+    stream = reader(api.watch(PODS, NS, send_initial_events=True, allow_bookmarks=False))
+    (initial,) = stream.take(1, bookmarks=True)
+    assert (initial.type, initial.object["metadata"]["name"]) == ("ADDED", "a")
+    api.create(PODS, NS, pod("b"))
+    (event,) = stream.take(1, bookmarks=True)
+    assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "b")
 
 
 def test_watch_is_limited_to_its_namespace_and_kind(api: KubernetesApi, reader: Reader) -> None:

@@ -147,9 +147,26 @@ class Endpoints:
             field_selector=field_selector,
             resource_version=query.get("resourceVersion") or None,
             timeout_seconds=_int_param("timeoutSeconds", timeout) if timeout else None,
-            allow_bookmarks=query.get("allowWatchBookmarks", "").lower() in ("true", "1"),
+            allow_bookmarks=_flag(query, "allowWatchBookmarks"),
+            send_initial_events=_streaming_list(query),
         )
         return stream
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("true", "1")
+
+
+def _streaming_list(query: Mapping[str, str]) -> bool:
+    """Whether a watch asks for its initial events (kube-apiserver's checks of the pair, in its words)."""
+    if not _flag(query, "sendInitialEvents"):
+        return False
+    if query.get("resourceVersionMatch") != "NotOlderThan":
+        raise _error(
+            422, "sendInitialEvents: Forbidden: sendInitialEvents requires setting resourceVersionMatch to "
+            "NotOlderThan"
+        )  # fmt: skip
+    return True
 
 
 def list_body(resource: Resource, items: list[Obj], resource_version: str) -> Obj:
