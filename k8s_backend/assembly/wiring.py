@@ -341,7 +341,12 @@ def _sources(
 ) -> tuple[WatchSource, ExecutorPodsPollingSnapshotSource]:
     snapshots = conf.snapshots
     watch_source = ExecutorPodsWatchSnapshotSource(
-        runtime.api, store, runtime.clock, namespace=conf.namespace, enabled=snapshots.enable_api_watcher
+        runtime.api,
+        store,
+        runtime.clock,
+        namespace=conf.namespace,
+        enabled=snapshots.enable_api_watcher,
+        streaming_list=snapshots.streaming_list,
     )
     polling_source = ExecutorPodsPollingSnapshotSource(
         runtime.api,
@@ -351,6 +356,7 @@ def _sources(
         interval=snapshots.api_polling_interval,
         enabled=snapshots.enable_api_polling,
         cached_reads=snapshots.enable_polling_with_resource_version,
+        streaming_list=snapshots.streaming_list,
     )
     return watch_source, polling_source
 

@@ -137,6 +137,17 @@ SNAPSHOT_KEYS: tuple[Key, ...] = (
         field="snapshots.enable_api_watcher",
     ),
     Key(
+        "spark.kubernetes.executor.watch.streamingList",
+        Kind.BOOL,
+        "true",
+        "List executor pods as a streaming list where the API server offers one (a watch with "
+        "sendInitialEvents: kube-apiserver 1.32 and 1.34 on): one request instead of a list and a watch, "
+        "and a relist's peak memory a tenth of a list's at 10,000 executors (the pods arrive one at a time). "
+        "A server that refuses it gets lists from then on; set false for API servers older than 1.27, "
+        "which ignore it (the backend notices their first change and lists then).",
+        field="snapshots.streaming_list",
+    ),
+    Key(
         "spark.kubernetes.executor.enableApiPolling",
         Kind.BOOL,
         "true",

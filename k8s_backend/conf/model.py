@@ -113,6 +113,7 @@ class SnapshotsConf:
     """How executor pods are observed: watch, polling and snapshot delivery."""
 
     enable_api_watcher: bool = True
+    streaming_list: bool = True  # a watch with sendInitialEvents for lists, where the server offers it
     enable_api_polling: bool = True
     api_polling_interval: float = 30.0
     enable_polling_with_resource_version: bool = False

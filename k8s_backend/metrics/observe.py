@@ -14,7 +14,7 @@ from k8s_backend.lifecycle import explain
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.metrics.registry import BackendMetrics
 from k8s_backend.snapshots.snapshot import ExecutorPodsSnapshot, SnapshotBatch
-from k8s_backend.snapshots.store import SnapshotsStore, SubscriberCallback
+from k8s_backend.snapshots.store import Relist, SnapshotsStore, SubscriberCallback
 
 
 def failure_reason(executor_id: int, loss: ExecutorLoss) -> str | None:
@@ -115,6 +115,9 @@ class TimedSubscriptions:
 
     def replace_snapshot(self, pods: Sequence[Obj], resource_version: str | None = None) -> None:
         self._store.replace_snapshot(pods, resource_version)
+
+    def relist(self) -> Relist:
+        return self._store.relist()
 
     def current(self) -> ExecutorPodsSnapshot:
         return self._store.current()

@@ -4,6 +4,11 @@ A list that fails with a transient API error is asked for again after the short 
 :mod:`k8s_backend.kube.backoff` (when that comes before the next poll), so the view follows the API's
 healing within a second, not a polling interval later. This source is the one layer that retries its
 lists: the adapter tries once (:func:`k8s_backend.kube.retry.caller_retries`).
+
+Where the server offers streaming lists, a poll is one (a watch with ``sendInitialEvents``, closed at the
+bookmark that ends its pods; see :mod:`.streaming_list`): the pods reach the store one at a time, so a
+poll of 10,000 executors neither holds the whole response and every decoded pod at once nor decodes them
+in one block (its CPU: ``benchmarks/real_scale.py``). Cached reads (``resourceVersion=0``) stay lists.
 """
 
 from __future__ import annotations
@@ -14,13 +19,16 @@ import threading
 from k8s_backend.common import Cancellable, Scheduler
 from k8s_backend.kube.backoff import retry_delay
 from k8s_backend.kube.labels import executor_selector
-from k8s_backend.kube.port import PODS, ApiError, KubernetesApi
+from k8s_backend.kube.port import PODS, ApiError, BadRequestError, InvalidError, KubernetesApi
 from k8s_backend.kube.resource_version import newer, parse_resource_version
 from k8s_backend.kube.retry import caller_retries, should_retry
 from k8s_backend.snapshots.collector import collector_paused
 from k8s_backend.snapshots.store import SnapshotsStore
+from k8s_backend.snapshots.streaming_list import Initial, initial_event, not_offered
 
 log = logging.getLogger(__name__)
+
+POLL_STREAM_TIMEOUT = 10  # seconds a poll's streaming list may take before the server ends it
 
 
 class ExecutorPodsPollingSnapshotSource:
@@ -36,6 +44,7 @@ class ExecutorPodsPollingSnapshotSource:
         interval: float = 30.0,
         enabled: bool = True,
         cached_reads: bool = False,
+        streaming_list: bool = True,
     ) -> None:
         self._api = api
         self._store = store
@@ -44,6 +53,7 @@ class ExecutorPodsPollingSnapshotSource:
         self._interval = interval
         self._enabled = enabled
         self._cached_reads = cached_reads  # spark.kubernetes.executor.enablePollingWithResourceVersion
+        self._streaming_list = streaming_list and not cached_reads  # cleared once the server has none
         self._selector = ""
         self._task: Cancellable | None = None
         self._last_version: int | None = None
@@ -74,6 +84,8 @@ class ExecutorPodsPollingSnapshotSource:
     def _poll(self) -> None:
         try:
             with caller_retries():
+                if self._streaming_list and self._streamed():
+                    return
                 listed = self._api.list(
                     PODS,
                     self._namespace,
@@ -95,6 +107,46 @@ class ExecutorPodsPollingSnapshotSource:
             self._last_version = version
         self.polls += 1
         self._store.replace_snapshot(listed.items, listed.resource_version)
+
+    def _streamed(self) -> bool:
+        """One poll as a streaming list; False when it is to be a list this time (the server has no
+        streaming lists, or the stream ended before the bookmark that ends its pods)."""
+        try:
+            stream = self._api.watch(
+                PODS,
+                self._namespace,
+                label_selector=self._selector,
+                allow_bookmarks=True,
+                send_initial_events=True,
+                # A server older than 1.27 in a quiet cluster sends no end and nothing else: a list then.
+                timeout_seconds=min(POLL_STREAM_TIMEOUT, max(1, int(self._interval))),
+            )
+            try:
+                relist = self._store.relist()
+                for event in stream:
+                    kind, version = initial_event(event, relist)
+                    if kind is Initial.END:
+                        self._polled(parse_resource_version(version))
+                        return True
+                    if kind is Initial.NOT_STREAMING:
+                        self._no_streaming_list(f"a {event.type} event came before the end of its pods")
+                        return False
+            finally:
+                stream.close()
+        except (BadRequestError, InvalidError) as error:
+            self._no_streaming_list(f"the API server refused it: {error}")
+        return False
+
+    def _polled(self, version: int | None) -> None:
+        with self._lock:
+            self._failures = 0
+        if version is not None:
+            self._last_version = version
+        self.polls += 1
+
+    def _no_streaming_list(self, why: str) -> None:
+        self._streaming_list = False
+        log.info(not_offered(why))
 
     def _failed(self, error: Exception) -> None:
         """Ask again after the short back-off if the error is transient and that is before the next poll."""

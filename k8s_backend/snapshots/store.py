@@ -37,6 +37,8 @@ class SnapshotsStore(Protocol):
 
     def replace_snapshot(self, pods: Sequence[Obj], resource_version: str | None = None) -> None: ...
 
+    def relist(self) -> Relist: ...
+
     def current(self) -> ExecutorPodsSnapshot: ...
 
     def stop(self) -> None: ...
@@ -87,6 +89,35 @@ class _Subscriber:
 
 def _name(callback: SubscriberCallback) -> str:
     return getattr(callback, "__qualname__", repr(callback))
+
+
+class Relist:
+    """One full list of the executor pods, given pod by pod (:meth:`ExecutorPodsSnapshotsStore.relist`)."""
+
+    def __init__(self, store: ExecutorPodsSnapshotsStore) -> None:
+        self._store = store
+        self._listed: dict[int, ExecutorPodState] = {}
+
+    def add(self, pod: Obj) -> None:
+        """One listed pod; a pod the store holds at the same version keeps its state (no new one built)."""
+        executor_id = executor_id_of(pod)
+        if executor_id is None:
+            return
+        # Read without the store's lock: only to skip pods it already holds as listed.
+        current = self._store._states.get(executor_id)
+        rv = (pod.get("metadata") or {}).get("resourceVersion")
+        if current is not None and rv is not None and current.metadata.get("resourceVersion") == rv:
+            self._listed[executor_id] = current  # the same version of the same pod: same state
+            return
+        state = self._store._kept_state(pod)
+        if state is not None:
+            self._listed[state.executor_id] = state
+
+    def finish(self, resource_version: str | None) -> None:
+        """Apply the list, taken at ``resource_version`` (as
+        :meth:`ExecutorPodsSnapshotsStore.replace_snapshot` does)."""
+        listed, self._listed = self._listed, {}
+        self._store._replace(listed, resource_version)
 
 
 class ExecutorPodsSnapshotsStore:
@@ -157,21 +188,19 @@ class ExecutorPodsSnapshotsStore:
         forgot pods it had just created, then created them again. Every other pod the list lacks leaves
         the view and is delivered as DELETED (its last state seen), so each subscriber learns it is gone.
         """
-        list_rv = parse_resource_version(resource_version)
-        listed: dict[int, ExecutorPodState] = {}
-        states = self._states  # read without the lock: only to skip pods the store already holds as listed
+        relist = self.relist()
         for pod in pods:
-            executor_id = executor_id_of(pod)
-            if executor_id is None:
-                continue
-            current = states.get(executor_id)
-            rv = (pod.get("metadata") or {}).get("resourceVersion")
-            if current is not None and rv is not None and current.metadata.get("resourceVersion") == rv:
-                listed[executor_id] = current  # the same version of the same pod: same state
-                continue
-            state = self._kept_state(pod)
-            if state is not None:
-                listed[state.executor_id] = state
+            relist.add(pod)
+        relist.finish(resource_version)
+
+    def relist(self) -> Relist:
+        """A full list given pod by pod, as a streaming list's initial events arrive: the store keeps only
+        each pod's compact state meanwhile, and applies them as :meth:`replace_snapshot` does when the
+        list ends (:meth:`Relist.finish`)."""
+        return Relist(self)
+
+    def _replace(self, listed: dict[int, ExecutorPodState], resource_version: str | None) -> None:
+        list_rv = parse_resource_version(resource_version)
         with self._lock:
             if self._stopped:
                 return

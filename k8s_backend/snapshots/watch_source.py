@@ -4,6 +4,14 @@ It lists, watches from the list's resourceVersion, keeps the newest version seen
 resumes after every close, re-lists at once after 410 Gone, backs off on errors, and never silently dies:
 Spark's watch stops for good on a 410 and leaves the 30 s poll as the only update path.
 
+Where the server offers streaming lists (Kubernetes' WatchList: kube-apiserver 1.32 and 1.34 on, by
+default), its list is one: a watch that first sends every executor pod as an event, ends them with a
+bookmark, then goes on as the watch. The pods reach the store one at a time and it keeps only their
+compact states, so a relist's peak memory is no longer the whole response plus every decoded pod at
+once (at 10,000 executors on kube-apiserver v1.37.2: see ``benchmarks/real_scale.py``). A server that
+refuses it (400 or 422: the WatchList feature off, as in 1.27-1.31 and 1.33) or ignores it (older than
+1.27: live events before the end bookmark) gets list + watch from then on.
+
 It is the one layer that retries its lists and watches (the adapter tries once, see
 :mod:`k8s_backend.kube.backoff`): after a transient API error it waits the short back-off, so it follows
 the API's healing within a second. A server that misbehaves without an error (a 410 right after a list,
@@ -19,12 +27,21 @@ from collections.abc import Callable
 
 from k8s_backend.common import Clock
 from k8s_backend.kube.labels import executor_selector
-from k8s_backend.kube.port import PODS, ApiError, GoneError, KubernetesApi
+from k8s_backend.kube.port import (
+    PODS,
+    ApiError,
+    BadRequestError,
+    GoneError,
+    InvalidError,
+    KubernetesApi,
+    WatchEvent,
+)
 from k8s_backend.kube.retry import caller_retries
 from k8s_backend.kube.watch_backoff import failure_delay, misbehaving_delay
 from k8s_backend.kube.watch_stop import end_watch
 from k8s_backend.snapshots.collector import collector_paused
-from k8s_backend.snapshots.store import SnapshotsStore
+from k8s_backend.snapshots.store import Relist, SnapshotsStore
+from k8s_backend.snapshots.streaming_list import Initial, initial_event, not_offered
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +61,7 @@ class ExecutorPodsWatchSnapshotSource:
         *,
         namespace: str,
         enabled: bool = True,
+        streaming_list: bool = True,
         server_timeout: int = DEFAULT_SERVER_TIMEOUT,
         rng: Callable[[], float] = random.random,
     ) -> None:
@@ -52,6 +70,7 @@ class ExecutorPodsWatchSnapshotSource:
         self._clock = clock
         self._namespace = namespace
         self._enabled = enabled
+        self._streaming_list = streaming_list  # cleared for good once the server shows it has none
         self._server_timeout = server_timeout
         self._rng = rng
         self._selector = ""
@@ -120,10 +139,15 @@ class ExecutorPodsWatchSnapshotSource:
         listed_now = False
         events_before = self.events
         try:
-            if self._resource_version is None:
-                self._list()
+            streamed = False
+            if self._resource_version is None and self._streaming_list:
                 listed_now = True
-            self._watch()
+                streamed = self._streaming_watch()
+            if not streamed:
+                if self._resource_version is None:
+                    self._list()
+                    listed_now = True
+                self._watch()
         except GoneError:
             self._resource_version = None
             self.restarts += 1
@@ -162,11 +186,15 @@ class ExecutorPodsWatchSnapshotSource:
             self._store.replace_snapshot(listed.items, listed.resource_version)
             self._resource_version = listed.resource_version
             del listed
+        self._listed()
+
+    def _listed(self) -> None:
         self.relists += 1
         if self.relists > 1:
             self._store.notify_subscribers()
 
-    def _watch(self) -> None:
+    def _watch(self, *, streaming: bool = False) -> None:
+        """Consume one watch stream; ``streaming``: a streaming list, its initial events a relist."""
         if self._stop.is_set():
             return
         timeout = int(self._server_timeout * (1 + self._rng() * 0.1))
@@ -174,14 +202,25 @@ class ExecutorPodsWatchSnapshotSource:
             PODS,
             self._namespace,
             label_selector=self._selector,
-            resource_version=self._resource_version,
+            resource_version=None if streaming else self._resource_version,
             timeout_seconds=timeout,
             allow_bookmarks=True,
+            send_initial_events=streaming,
         )
         with self._stream_lock:
             self._stream = stream
+        # Until its end bookmark, a streaming list's events are the list: its pods go to the relist, and
+        # the stream's version is not kept (cut short, it is listed again from the start).
+        relist = self._store.relist() if streaming else None
         try:
             for event in stream:
+                if relist is not None:
+                    if self._initial_event(event, relist):
+                        relist = None
+                    elif self._streaming_list:
+                        continue
+                    else:  # the server ignored the streaming list: a plain watch from now on
+                        return
                 metadata = event.object.get("metadata") or {}
                 version = metadata.get("resourceVersion")
                 if version:
@@ -196,6 +235,29 @@ class ExecutorPodsWatchSnapshotSource:
             with self._stream_lock:
                 self._stream = None
             stream.close()
+
+    def _streaming_watch(self) -> bool:
+        """A streaming list and the watch after it; False if the server showed it has no streaming lists."""
+        try:
+            self._watch(streaming=True)
+        except (BadRequestError, InvalidError) as error:
+            self._no_streaming_list(f"the API server refused it: {error}")
+        return self._streaming_list
+
+    def _initial_event(self, event: WatchEvent, relist: Relist) -> bool:
+        """One event of a streaming list's initial part; True for the bookmark that ends it."""
+        kind, version = initial_event(event, relist)
+        if kind is Initial.END:
+            self._resource_version = version
+            self._listed()
+            return True
+        if kind is Initial.NOT_STREAMING:
+            self._no_streaming_list(f"a {event.type} event came before the end of its initial events")
+        return False
+
+    def _no_streaming_list(self, why: str) -> None:
+        self._streaming_list = False
+        log.info(not_offered(why))
 
     def _backoff(self) -> float:
         return misbehaving_delay(self._failures, self._rng())

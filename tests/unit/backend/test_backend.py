@@ -32,9 +32,9 @@ def test_start_requests_the_initial_executors_and_starts_both_sources(harness: H
     harness.run()
     assert len(harness.executor_pods()) == 3
     assert harness.fake.calls_of("watch", PODS), "the watch source must be started"
-    polls_before = len(harness.fake.calls_of("list", PODS))
+    polls_before = harness.backend.polling_source.polls
     harness.run(30.0)
-    assert len(harness.fake.calls_of("list", PODS)) > polls_before, "the polling source must poll"
+    assert harness.backend.polling_source.polls > polls_before, "the polling source must poll"
     assert harness.backend.state is BackendState.RUNNING
 
 

@@ -75,6 +75,7 @@ READS: dict[str, tuple[str, Any]] = {
     "spark.kubernetes.allocation.executor.timeout": ("2min", 120.0),
     "spark.kubernetes.allocation.driver.readinessTimeout": ("5", 5.0),
     "spark.kubernetes.executor.enableApiWatcher": ("false", False),
+    "spark.kubernetes.executor.watch.streamingList": ("false", False),
     "spark.kubernetes.executor.enableApiPolling": ("false", False),
     "spark.kubernetes.executor.apiPollingInterval": ("10s", 10.0),
     "spark.kubernetes.executor.enablePollingWithResourceVersion": ("true", True),

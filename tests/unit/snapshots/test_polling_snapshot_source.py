@@ -1,4 +1,6 @@
-"""ExecutorPodsPollingSnapshotSource: the periodic full resync (ExecutorPodsPollingSnapshotSourceSuite)."""
+"""ExecutorPodsPollingSnapshotSource: the periodic full resync (ExecutorPodsPollingSnapshotSourceSuite). Its
+polls here are lists (what a server without streaming lists gets); test_polling_streaming_list.py has the
+streaming list."""
 
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ INTERVAL = 30.0
 
 
 class World:
-    def __init__(self, *, enabled: bool = True, cached_reads: bool = False) -> None:
+    def __init__(
+        self, *, enabled: bool = True, cached_reads: bool = False, streaming_list: bool = False
+    ) -> None:
         self.clock = ManualClock(1000.0)
         self.scheduler = DeterministicScheduler(self.clock)
         self.fake = FakeKubernetes(clock=self.clock, watch_blocking=False)
@@ -36,6 +40,7 @@ class World:
             interval=INTERVAL,
             enabled=enabled,
             cached_reads=cached_reads,
+            streaming_list=streaming_list,
         )
 
     def create(self, exec_id: int, app_id: str = APP_ID, labels: dict[str, str] | None = None) -> None:
@@ -43,6 +48,9 @@ class World:
 
     def lists(self) -> int:
         return len(self.fake.calls_of("list", PODS))
+
+    def streams(self) -> int:
+        return len(self.fake.calls_of("watch", PODS))
 
     def ids(self) -> set[int]:
         return set(self.store.current().pods)

@@ -82,7 +82,7 @@ def test_a_poll_lists_and_replaces_with_the_collector_paused(mocker: MockerFixtu
 
 
 def test_the_watch_sources_list_runs_with_the_collector_paused(mocker: MockerFixture) -> None:
-    world = WatchWorld()
+    world = WatchWorld(streaming_list=False)  # a server without streaming lists
     world.source.prepare(APP_ID)
     world.create(1)
     seen = record_collector_state(world.fake, mocker)

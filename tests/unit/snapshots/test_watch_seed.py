@@ -41,7 +41,8 @@ def test_seeding_is_ignored_without_a_version_or_once_the_source_has_its_own() -
     source.prepare(APP_ID)
     source.seed(None)
     source.run_once()
-    assert [c.verb for c in fake.calls] == ["list", "watch"]
+    assert [c.verb for c in fake.calls] == ["watch"]  # its own list: a streaming list
+    assert source.health()["relists"] == 1
     version = source.health()["resource_version"]
     source.seed("1")
     assert source.health()["resource_version"] == version

@@ -1,6 +1,7 @@
 """ExecutorPodsWatchSnapshotSource: a reflector (list, watch from the list's RV, bookmarks, 410 re-list,
 backoff) driven step by step with run_once() on the in-memory fake (ExecutorPodsWatchSnapshotSourceSuite,
-plus the restart rules Spark lacks: SPARK-33349)."""
+plus the restart rules Spark lacks: SPARK-33349). Its list here is a plain list (what a server without
+streaming lists gets); test_watch_streaming_list.py has the streaming list."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ WAIT = 10.0  # only reached if the source is broken
 class World:
     """A fake API server, a store with one recording subscriber, and a prepared watch source."""
 
-    def __init__(self, *, blocking: bool = False, enabled: bool = True) -> None:
+    def __init__(self, *, blocking: bool = False, enabled: bool = True, streaming_list: bool = False) -> None:
         self.clock = ManualClock(1000.0)
         self.scheduler = DeterministicScheduler(self.clock)
         self.fake = FakeKubernetes(clock=self.clock, watch_blocking=blocking)
@@ -42,6 +43,7 @@ class World:
             self.clock,
             namespace=NS,
             enabled=enabled,
+            streaming_list=streaming_list,
             server_timeout=300,
             rng=lambda: 0.0,
         )
