@@ -146,6 +146,7 @@ SNAPSHOT_KEYS: tuple[Key, ...] = (
         "A server that refuses it gets lists from then on; set false for API servers older than 1.27, "
         "which ignore it (the backend notices their first change and lists then).",
         field="snapshots.streaming_list",
+        has_spark_entry=False,
     ),
     Key(
         "spark.kubernetes.executor.enableApiPolling",

@@ -10,6 +10,7 @@ resyncs) do not need them. Every call has a connect and a read timeout; failures
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 import threading
 import weakref
@@ -290,7 +291,9 @@ class OfficialKubernetesApi:
             finally:
                 response.release_conn()
             try:
-                return orjson.loads(data) if data else {}
+                # json, not orjson: decoding a list of 10,000 pods, orjson's peak memory was 2.5 times
+                # json's (1.1 GiB against 431 MiB) for 0.06 s less CPU (benchmarks/real_scale.py).
+                return json.loads(data) if data else {}
             except ValueError:
                 message = f"{method} {path} answered {response.status} with a non-JSON body: {data[:200]!r}"
                 raise ApiError(message, status=response.status, reason="InvalidResponse") from None

@@ -26,7 +26,8 @@ ROUND_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 
 _WATCH_COUNTERS = (
     ("restarts", "Executor pod watch streams that ended and were opened again (410 Gone, errors, timeouts)"),
-    ("relists", "Lists made by the executor pod watch (the first one, then one after each 410 Gone)"),
+    ("relists", "Lists made by the executor pod watch, streaming lists where the server offers them (the "
+                "first one, then one after each 410 Gone)"),
 )
 
 
@@ -99,7 +100,7 @@ class _StateCollector(Collector):
             yield CounterMetricFamily(
                 f"{PREFIX}_watch_{name}", what, value=float(value) if isinstance(value, int | float) else 0.0
             )
-        polls = "Full lists made by the polling source"
+        polls = "Full lists made by the polling source (streaming lists where the server offers them)"
         yield CounterMetricFamily(f"{PREFIX}_polls", polls, value=view.polls())
 
 
