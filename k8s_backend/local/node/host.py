@@ -158,9 +158,9 @@ def remove_cgroup_root(name: str) -> list[str]:
         top = hierarchy / name
         if not top.is_dir():
             continue
-        for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-            _rmdir(directory, left)
-        _rmdir(top, left)
+        # Bottom-up, and a directory gone meanwhile (its process group's last task left) is not an error.
+        for directory, _, _ in os.walk(top, topdown=False, onerror=lambda _error: None):
+            _rmdir(Path(directory), left)
     return left
 
 

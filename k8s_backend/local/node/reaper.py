@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from k8s_backend.local.node import host
-from k8s_backend.local.node.runtime import CHANGES_FILE, undo_host_changes
+from k8s_backend.local.node.runtime import CHANGES_FILE, undo_host_changes, undoing
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +43,15 @@ def main(argv: list[str]) -> int:
     owner, node_dir = int(argv[0]), Path(argv[1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the owner's terminal is the owner's
     wait_for_exit(owner)
-    changes = host.HostChanges.load(node_dir / CHANGES_FILE)
-    if changes is None:
-        return 0  # stopped normally: nothing recorded any more
-    left = undo_host_changes(changes)
-    if left:
-        print(f"the node at {node_dir} left: {'; '.join(left)}", file=sys.stderr)
-        return 1
-    shutil.rmtree(node_dir, ignore_errors=True)
+    with undoing(node_dir, wait=True) as mine:  # a new node's stale-node cleanup may be at it too
+        changes = host.HostChanges.load(node_dir / CHANGES_FILE) if mine else None
+        if changes is None:
+            return 0  # stopped normally, or undone by another: nothing recorded any more
+        left = undo_host_changes(changes)
+        if left:
+            print(f"the node at {node_dir} left: {'; '.join(left)}", file=sys.stderr)
+            return 1
+        shutil.rmtree(node_dir, ignore_errors=True)
     return 0
 
 

@@ -14,6 +14,7 @@ what it made: containers, shims, mounts, cgroups, the bridge and its veths, new 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -49,6 +50,7 @@ _T = TypeVar("_T")
 NODE_NAME = "k8s-backend-kubelet"  # the control plane's kubelet user is system:node:<this>
 WORK_DIR_PREFIX = "k8s-backend-node-"
 CHANGES_FILE = "host-changes.json"
+UNDO_LOCK = "undo.lock"  # held by whoever undoes a dead node's host changes: its reaper or a new node
 
 
 class NodeError(Exception):
@@ -518,19 +520,42 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def undoing(node_dir: Path, *, wait: bool) -> Iterator[bool]:
+    """Hold ``node_dir``'s undo lock: one undoer at a time per dead node (its reaper, or a new node's
+    :func:`cleanup_stale_nodes`; two at once each found the other's removals missing). Yields False when
+    the directory is gone, or the lock is held and ``wait`` is False."""
+    try:
+        fd = os.open(node_dir / UNDO_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    except FileNotFoundError:
+        yield False  # removed by whoever undid it
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
 def cleanup_stale_nodes() -> None:
     """Undo the host changes of nodes whose owner died without stopping them (SIGKILL): their processes
-    died with it (parent-death signal) but the containers, mounts, cgroups and bridge stayed."""
+    died with it (parent-death signal) but the containers, mounts, cgroups and bridge stayed. A node whose
+    reaper is at it already is left to its reaper."""
     for path in Path(tempfile.gettempdir()).glob(f"{WORK_DIR_PREFIX}*"):
         changes = host.HostChanges.load(path / CHANGES_FILE)
-        if changes is None:
-            continue
-        if _alive(changes.owner):
-            continue  # someone else's node
-        log.info("cleaning up the node at %s, left by process %s", path, changes.owner)
-        left = undo_host_changes(changes)
-        if left:
-            log.warning("the stale node at %s left: %s", path, "; ".join(left))
-        else:
-            with contextlib.suppress(OSError):
-                shutil.rmtree(path)
+        if changes is None or _alive(changes.owner):
+            continue  # stopped, or someone else's live node
+        with undoing(path, wait=False) as mine:
+            if not mine or host.HostChanges.load(path / CHANGES_FILE) is None:
+                continue
+            log.info("cleaning up the node at %s, left by process %s", path, changes.owner)
+            left = undo_host_changes(changes)
+            if left:
+                log.warning("the stale node at %s left: %s", path, "; ".join(left))
+            else:
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(path)
