@@ -93,26 +93,33 @@ def create_pods(http_: Http, clock: RealPodClock, body: str, pods: int, streams:
     return time.monotonic() - started
 
 
-def memory_after_list(api: OfficialKubernetesApi, pods: int) -> dict[str, float]:
-    """Bytes per executor a backend keeps after one list of the pods, and the listing's peak."""
+def memory_kept(pods: int, fill: Callable[[Tracking], int], what: str) -> dict[str, float]:
+    """Bytes per executor one backend keeps once ``fill`` gave its store the pods (it returns how many),
+    and the peak on the way (tracemalloc, after a garbage collection)."""
     gc.collect()
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
         tracking = Tracking(pods)
-        with collector_paused():
-            listed = api.list(PODS, "default", label_selector=SELECTOR)
-            count = len(listed.items)
-            tracking.store.replace_snapshot(listed.items, listed.resource_version)
-            del listed
+        count = fill(tracking)
         tracking.deliver()
         gc.collect()
         current, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     if count != pods:
-        raise RuntimeError(f"listed {count} pods, expected {pods}")
+        raise RuntimeError(f"{what} gave {count} pods, expected {pods}")
     return {"retained per executor (bytes)": (current - base) / pods, "peak (MiB)": (peak - base) / 2**20}
+
+
+def listed_into(api: OfficialKubernetesApi, tracking: Tracking) -> int:
+    """One list of the pods into the store, as the watch source's first list does; how many."""
+    with collector_paused():
+        listed = api.list(PODS, "default", label_selector=SELECTOR)
+        count = len(listed.items)
+        tracking.store.replace_snapshot(listed.items, listed.resource_version)
+        del listed
+    return count
 
 
 def relist_cpu(api: OfficialKubernetesApi, tracking: Tracking) -> dict[str, float]:
@@ -155,24 +162,6 @@ def streaming_relist(api: OfficialKubernetesApi, tracking: Tracking) -> int:
     finally:
         stream.close()
     raise RuntimeError(f"the streaming list ended after {seen} pods without its end bookmark")
-
-
-def memory_after_streaming_list(api: OfficialKubernetesApi, pods: int) -> dict[str, float]:
-    """As :func:`memory_after_list`, the pods read as a streaming list."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracking = Tracking(pods)
-        count = streaming_relist(api, tracking)
-        tracking.deliver()
-        gc.collect()
-        current, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    if count != pods:
-        raise RuntimeError(f"the streaming list sent {count} pods, expected {pods}")
-    return {"retained per executor (bytes)": (current - base) / pods, "peak (MiB)": (peak - base) / 2**20}
 
 
 def streaming_relist_cpu(api: OfficialKubernetesApi, tracking: Tracking) -> dict[str, float]:
@@ -227,13 +216,15 @@ def main(argv: list[str] | None = None) -> None:
         size = len(json.dumps(sample, separators=(",", ":")))
         print(f"{args.pods} executor pods Running {took:.1f} s after the first create; a listed pod is "
               f"{size / 1024:.1f} KB of JSON; load {load()}", flush=True)  # fmt: skip
-        memory = repeat(args.repeat, lambda: memory_after_list(api, args.pods))
-        show("after one list (tracemalloc)", memory)
+        show("after one list (tracemalloc)",
+             repeat(args.repeat, lambda: memory_kept(
+                 args.pods, lambda t: listed_into(api, t), "the list")))  # fmt: skip
         tracking = Tracking(args.pods)
         relist_cpu(api, tracking)  # fills the store: what follows is a relist of pods it holds
         show("relist into a full store, medians", repeat(args.repeat, lambda: relist_cpu(api, tracking)))
         show("after one streaming list (tracemalloc)",
-             repeat(args.repeat, lambda: memory_after_streaming_list(api, args.pods)))  # fmt: skip
+             repeat(args.repeat, lambda: memory_kept(
+                 args.pods, lambda t: streaming_relist(api, t), "the streaming list")))  # fmt: skip
         show("streaming relist into a full store, medians",
              repeat(args.repeat, lambda: streaming_relist_cpu(api, tracking)))  # fmt: skip
         print(f"goals: <= {MEMORY_GOAL} bytes per executor, relist <= {RESYNC_GOAL} s of CPU; load {load()}")

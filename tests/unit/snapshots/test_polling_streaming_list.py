@@ -5,13 +5,13 @@ cut short, and for cached reads (resourceVersion=0)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from pytest_mock import MockerFixture
 from snapshot_pods import APP_ID
 from test_polling_snapshot_source import INTERVAL, World
+from test_watch_streaming_list import Stream
 
 from k8s_backend.kube.port import PODS, WatchEvent
 from k8s_backend.snapshots.polling_source import POLL_STREAM_TIMEOUT
@@ -73,17 +73,6 @@ def test_a_failing_stream_is_a_failed_poll_retried_after_the_short_backoff() -> 
     world.scheduler.advance(1.0)  # the short back-off, well before the next poll
     assert (world.source.polls, world.ids()) == (1, {1})
     assert world.lists() == 0  # still streaming lists
-
-
-class Stream:
-    def __init__(self, events: list[WatchEvent]) -> None:
-        self._events = events
-
-    def __iter__(self) -> Iterator[WatchEvent]:
-        return iter(self._events)
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.mark.parametrize("cut_short", [True, False])

@@ -107,6 +107,8 @@ class IgnoringServer:
 
 
 class Stream:
+    """A watch stream of the given events, then its end."""
+
     def __init__(self, events: list[WatchEvent]) -> None:
         self._events = events
 
