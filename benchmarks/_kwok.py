@@ -23,6 +23,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _driver import cpu_seconds
+
 from k8s_backend.kube.port import ApiError
 from k8s_backend.local.control_plane.build import cache_root, find_go
 from k8s_backend.local.control_plane.credentials import ADMIN
@@ -101,8 +103,19 @@ def ensure_kwok() -> tuple[Path, Path]:
     return binary, stages
 
 
+# kwokctl's --disable-qps-limits: kube-scheduler's and kube-controller-manager's clients unthrottled. At their
+# defaults (50 requests a second, bursts of 100) the scheduler binds at most ~50 pods a second, the floor
+# of every driver's "all Running" on an otherwise idle server.
+UNLIMITED_QPS = ["--kube-api-qps=5000", "--kube-api-burst=10000"]
+
+
 class AuditedControlPlane(ControlPlane):
-    """A :class:`ControlPlane` whose API server writes an audit log (JSON lines) of :data:`AUDIT_POLICY`."""
+    """A :class:`ControlPlane` whose API server writes an audit log (JSON lines) of :data:`AUDIT_POLICY`;
+    ``unlimited_qps``: its scheduler and controller manager with :data:`UNLIMITED_QPS`."""
+
+    def __init__(self, unlimited_qps: bool = False) -> None:
+        super().__init__()
+        self.unlimited_qps = unlimited_qps
 
     @property
     def audit_log(self) -> Path:
@@ -116,6 +129,8 @@ class AuditedControlPlane(ControlPlane):
                 *argv, f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}",
                 "--audit-log-format=json", "--audit-log-maxsize=0",
             ]  # fmt: skip
+        elif name in ("kube-scheduler", "kube-controller-manager") and self.unlimited_qps:
+            argv = [*argv, *UNLIMITED_QPS]
         return super()._spawn(name, argv)
 
 
@@ -136,9 +151,9 @@ def fake_node(name: str) -> dict[str, Any]:
 class KwokCluster:
     """The control plane with ``nodes`` KWOK nodes; ``with KwokCluster(4) as cluster: cluster.url``."""
 
-    def __init__(self, nodes: int = 4, ready_timeout: float = 180.0) -> None:
+    def __init__(self, nodes: int = 4, ready_timeout: float = 180.0, unlimited_qps: bool = False) -> None:
         self.nodes = [f"kwok-node-{i}" for i in range(nodes)]
-        self.control_plane = AuditedControlPlane()
+        self.control_plane = AuditedControlPlane(unlimited_qps)
         self._ready_timeout = ready_timeout
         self._kwok: subprocess.Popen[bytes] | None = None
 
@@ -207,6 +222,14 @@ class KwokCluster:
             conf[family + "oauthToken"] = self.control_plane.token
             conf[family + "caCertFile"] = self.control_plane.ca_file
         return conf
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds each cluster process has used so far: etcd, kube-apiserver, kube-controller-manager,
+        kube-scheduler and ``kwok``."""
+        pids = {process.name: process.pid for process in self.control_plane.processes}
+        if self._kwok is not None:
+            pids["kwok"] = self._kwok.pid
+        return {name: cpu_seconds(pid) for name, pid in pids.items()}
 
     def audit_offset(self) -> int:
         """Where the audit log ends now (read from there by :meth:`requests_since`)."""

@@ -1,6 +1,7 @@
 """Spark 4.3's JVM backend and k8s_backend on the real kube-apiserver with KWOK nodes, against a bare client.
 
-Run: ``python benchmarks/real_api.py [--pods 1000] [--repeat 2] [--streams 4 8 16] [--nodes 4] [--apf]``.
+Run: ``python benchmarks/real_api.py [--pods 1000] [--repeat 2] [--streams 4 8 16] [--nodes 4] [--apf]
+[--unlimited-qps]``.
 
 One real control plane (kube-apiserver, etcd, kube-scheduler, kube-controller-manager; see
 ``_kwok.py``) with KWOK nodes: pods are bound by the scheduler and turned Running by KWOK, no process
@@ -16,7 +17,14 @@ process with its own JVM, N executor pods for:
 For each: first create -> all N Running (as this benchmark's pod watch saw them), first -> last create
 (what is left after it is the scheduler's binds and KWOK's status writes catching up), pods created (counted
 2 s after the target), the driver's requests by kind and its 429 answers (from the API server's audit
-log, so Spark's are counted as ours are), driver CPU (JVM + Python, start-up included) and peak RSS.
+log, so Spark's are counted as ours are), driver CPU (JVM + Python, start-up included) and peak RSS, and
+where the rest of the machine's CPU went meanwhile: kube-apiserver, etcd, the scheduler and controller
+manager, KWOK (from the driver's launch, or the bare client's first create, to all Running).
+
+kube-scheduler's client is rate-limited to 50 requests a second by default, so it binds at most about 50
+pods a second, whoever creates them: on an idle server that is every driver's floor. ``--unlimited-qps``
+lifts that limit (and the controller manager's), as kwokctl's ``--disable-qps-limits`` does for its scale
+clusters; the floor is then the API server itself.
 Absolute times depend on the machine and its load; only the ratios of one run mean something.
 
 ``--apf`` runs API Priority and Fairness's scenario instead: a FlowSchema puts the drivers' ServiceAccount
@@ -134,6 +142,9 @@ class RealPodClock:
         self._cond = threading.Condition()
         self.pods: dict[tuple[str, str], PodTimes] = {}
         self.samples: dict[str, dict[str, Any]] = {}  # the first pod seen of each application
+        # Running and not gone, per application: kept as events arrive, since the waits read it on every
+        # event and a count over every pod seen (tens of thousands at --pods 10000) would load the machine.
+        self._running: Counter[str] = Counter()
         threading.Thread(target=self._run, name="pod-clock", daemon=True).start()
 
     def _run(self) -> None:
@@ -164,13 +175,17 @@ class RealPodClock:
             self.samples.setdefault(app, pod)
             if (pod.get("status") or {}).get("phase") == "Running" and times.running is None:
                 times.running = now
+                if times.gone is None:
+                    self._running[app] += 1
             if (kind == "DELETED" or meta.get("deletionTimestamp")) and times.gone is None:
                 times.gone = now
+                if times.running is not None:
+                    self._running[app] -= 1
             self._cond.notify_all()
 
     def running(self, app: str) -> int:
         with self._cond:
-            return sum(1 for t in self.pods.values() if t.app == app and t.running and t.gone is None)
+            return self._running[app]
 
     def created(self, app: str) -> list[float]:
         with self._cond:
@@ -181,13 +196,14 @@ class RealPodClock:
             return bool(self._cond.wait_for(predicate, timeout))
 
 
-def clear_pods(http_: Http, timeout: float = 300.0) -> None:
-    """Delete every pod left (a stopped driver deletes its own) and wait until none is left."""
-    http_.call("DELETE", f"{PODS_PATH}?gracePeriodSeconds=0")
+def clear_pods(http_: Http, timeout: float = 900.0) -> None:
+    """Delete every pod left (a stopped driver deletes its own) and wait until none is left. A delete of
+    thousands of pods can outlast the server's request timeout (504, part done), so it is sent again."""
     deadline = time.monotonic() + timeout
     while http_.call("GET", f"{PODS_PATH}?limit=1")["items"]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"pods still present {timeout:.0f} s after deleting them all")
+        http_.call("DELETE", f"{PODS_PATH}?gracePeriodSeconds=0")
         time.sleep(0.5)
 
 
@@ -235,6 +251,12 @@ def apf_metric(cluster: KwokCluster, name: str) -> int:
     return sum(int(float(value)) for value in pattern.findall(text))
 
 
+def patience(pods: int) -> float:
+    """How long a run may take to have ``pods`` Running: Spark's defaults create 20 a round of about 1 s
+    (1.5 s a round on a loaded server: 10,000 pods in about 12 minutes), with room to spare."""
+    return max(1200.0, 0.25 * pods)
+
+
 def drive(
     cluster: KwokCluster, clock: RealPodClock, http_: Http, side: str, pods: int, token: str | None = None
 ) -> Figures:
@@ -248,12 +270,14 @@ def drive(
             conf[family + "oauthToken"] = token
     rejected = apf_metric(cluster, "rejected_requests_total") if token is not None else 0
     offset = cluster.audit_offset()
+    cpu = cluster.cpu_seconds()
     driver = Driver(master, conf)
     try:
         app = driver.expect("started")["app"]
-        if not clock.wait_for(lambda: clock.running(app) >= pods, 1200):
-            raise RuntimeError(f"{side}: {clock.running(app)} of {pods} pods Running after 1200 s")
+        if not clock.wait_for(lambda: clock.running(app) >= pods, patience(pods)):
+            raise RuntimeError(f"{side}: {clock.running(app)} of {pods} Running in {patience(pods):.0f} s")
         done = time.monotonic()
+        cluster_cpu = cluster_share(cpu, cluster.cpu_seconds())
         time.sleep(SETTLE)
         created = clock.created(app)
         driver.finish()
@@ -277,6 +301,19 @@ def drive(
         "429 answers": throttled,
         "driver CPU (s, JVM + Python)": usage["python"] + usage["jvm"],
         "driver peak RSS (MiB, JVM + Python)": usage["rss_python"] + usage["rss_jvm"],
+        **cluster_cpu,
+    }
+
+
+def cluster_share(before: dict[str, float], after: dict[str, float]) -> Figures:
+    """The cluster's CPU seconds between two :meth:`KwokCluster.cpu_seconds` readings, by part: where the
+    time goes besides the driver (the run's CPU on a 2-core machine is at most twice its seconds)."""
+    used = {name: after[name] - before[name] for name in after}
+    return {
+        "API server CPU (s)": used["kube-apiserver"],
+        "etcd CPU (s)": used["etcd"],
+        "scheduler + controllers CPU (s)": used["kube-scheduler"] + used["kube-controller-manager"],
+        "KWOK CPU (s)": used["kwok"],
     }
 
 
@@ -293,7 +330,9 @@ def bare_body(sample: dict[str, Any]) -> str:
     return json.dumps(body, separators=(",", ":"))
 
 
-def bare(clock: RealPodClock, http_: Http, body: str, pods: int, streams: int, run: str) -> Figures:
+def bare(
+    cluster: KwokCluster, clock: RealPodClock, http_: Http, body: str, pods: int, streams: int, run: str
+) -> Figures:
     """``pods`` creates from ``streams`` threads, one keep-alive connection each; 429: wait and retry."""
     app, names = f"bare-{run}-{streams}", itertools.count()
     counts: Counter[str] = Counter()
@@ -318,11 +357,13 @@ def bare(clock: RealPodClock, http_: Http, body: str, pods: int, streams: int, r
         cpu.append(time.thread_time() - started)
 
     threads = [threading.Thread(target=stream, daemon=True) for _ in range(streams)]
+    before = cluster.cpu_seconds()
     for thread in threads:
         thread.start()
-    if not clock.wait_for(lambda: clock.running(app) >= pods, 1200):
-        raise RuntimeError(f"bare client: {clock.running(app)} of {pods} pods Running after 1200 s")
+    if not clock.wait_for(lambda: clock.running(app) >= pods, patience(pods)):
+        raise RuntimeError(f"bare client: {clock.running(app)} of {pods} Running in {patience(pods):.0f} s")
     done = time.monotonic()
+    cluster_cpu = cluster_share(before, cluster.cpu_seconds())
     for thread in threads:
         thread.join(60)
     created = clock.created(app)
@@ -336,6 +377,7 @@ def bare(clock: RealPodClock, http_: Http, body: str, pods: int, streams: int, r
         "create pods": sum(counts.values()),
         "429 answers": counts["429"],
         "driver CPU (s, JVM + Python)": sum(cpu),
+        **cluster_cpu,
     }
 
 
@@ -378,7 +420,7 @@ def one_repetition(
     body = bare_body(clock.samples[drivers[-1]])  # the last driver's pod spec (ours when it ran last)
     best: Figures | None = None
     for streams in args.streams:
-        figures = bare(clock, http_, body, args.pods, streams, str(run))
+        figures = bare(cluster, clock, http_, body, args.pods, streams, str(run))
         if best is None or figures[RUNNING] < best[RUNNING]:
             best = {**figures, "streams": streams}
     assert best is not None
@@ -403,6 +445,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--apf", action="store_true",
                         help="API Priority and Fairness: the drivers in a priority level of 2 seats "
                              "(default drivers: spark-batch100 ours-adaptive)")  # fmt: skip
+    parser.add_argument("--unlimited-qps", action="store_true",
+                        help="kube-scheduler and kube-controller-manager without their clients' rate limit "
+                             "(50 requests a second by default: the scheduler then binds at most ~50 pods a "
+                             "second), as kwokctl's --disable-qps-limits")  # fmt: skip
     args = parser.parse_args(argv)
     only = args.only or (["spark-batch100", "ours-adaptive"] if args.apf else list(SHORT))
     for short, side in SHORT.items():
@@ -410,13 +456,15 @@ def main(argv: list[str] | None = None) -> None:
             del SIDES[side]
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     print(f"load at start: {load()}", flush=True)
-    with KwokCluster(args.nodes) as cluster:
+    with KwokCluster(args.nodes, unlimited_qps=args.unlimited_qps) as cluster:
         http_ = Http(cluster)
         clock = RealPodClock(http_)
         token = restrict_drivers(cluster) if args.apf else None
         for run in range(args.repeat):
             one_repetition(cluster, clock, http_, args, run, results, token)
     print(f"load at end: {load()}")
+    scheduler = "unlimited" if args.unlimited_qps else "at their default rate limit (50/s)"
+    print(f"scheduler and controller manager clients {scheduler}")
     print(render({k: dict(v) for k, v in results.items()}, args.repeat, args.pods))
 
 
