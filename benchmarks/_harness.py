@@ -6,9 +6,11 @@ share, so the parent can compare its pod events with the moment a driver asked f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -120,7 +122,7 @@ class Driver:
         spec = json.dumps({"master": master, "conf": conf, "wait": wait_registered})
         self._process = subprocess.Popen(
             [sys.executable, str(DRIVER), spec], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env=env,
+            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
         )  # fmt: skip
         self._events: queue.Queue[dict[str, Any]] = queue.Queue()
         self._stderr: list[str] = []
@@ -159,8 +161,10 @@ class Driver:
         return float(cpu["python"]) + float(cpu["jvm"])
 
     def kill(self) -> None:
+        """Kill the driver and its JVM (its own process group: a killed Python would leave its JVM)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._process.pid, signal.SIGKILL)
         if self._process.poll() is None:
-            self._process.kill()
             self._process.wait(30)
 
 
