@@ -107,6 +107,7 @@ def ensure_kwok() -> tuple[Path, Path]:
 # defaults (50 requests a second, bursts of 100) the scheduler binds at most ~50 pods a second, the floor
 # of every driver's "all Running" on an otherwise idle server.
 UNLIMITED_QPS = ["--kube-api-qps=5000", "--kube-api-burst=10000"]
+ETCD_QUOTA = f"--quota-backend-bytes={8 << 30}"  # etcd's largest recommended
 
 
 class AuditedControlPlane(ControlPlane):
@@ -129,6 +130,10 @@ class AuditedControlPlane(ControlPlane):
                 *argv, f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}",
                 "--audit-log-format=json", "--audit-log-maxsize=0",
             ]  # fmt: skip
+        elif name == "etcd":
+            # 10,000-pod runs write tens of thousands of pod revisions: etcd's 1 GiB quota filled up
+            # ("mvcc: database space exceeded", every write refused, deletes too) in the fifth run.
+            argv = [ETCD_QUOTA if arg.startswith("--quota-backend-bytes=") else arg for arg in argv]
         elif name in ("kube-scheduler", "kube-controller-manager") and self.unlimited_qps:
             argv = [*argv, *UNLIMITED_QPS]
         return super()._spawn(name, argv)

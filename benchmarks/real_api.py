@@ -411,7 +411,9 @@ def one_repetition(
     sides = list(SIDES) if run % 2 == 0 else list(SIDES)[::-1]
     for side in sides:
         began = time.monotonic()
-        for key, value in drive(cluster, clock, http_, side, args.pods, token).items():
+        figures = drive(cluster, clock, http_, side, args.pods, token)
+        print(f"  {side}: {json.dumps(figures)}", flush=True)  # kept even if a later run fails
+        for key, value in figures.items():
             results[side][key].append(value)
         print(f"run {run + 1}/{args.repeat} {side}: {time.monotonic() - began:.0f} s; "
               f"load {load()}", flush=True)  # fmt: skip
@@ -425,6 +427,7 @@ def one_repetition(
         if best is None or figures[RUNNING] < best[RUNNING]:
             best = {**figures, "streams": streams}
     assert best is not None
+    print(f"  {BARE}: {json.dumps(best)}", flush=True)
     print(f"run {run + 1}/{args.repeat} {BARE}: best with {best.pop('streams'):.0f} streams; load {load()}")
     for key, value in best.items():
         results[BARE][key].append(value)
