@@ -16,10 +16,11 @@ process with its own JVM, N executor pods for:
 
 For each: first create -> all N Running (as this benchmark's pod watch saw them), first -> last create
 (what is left after it is the scheduler's binds and KWOK's status writes catching up), pods created (counted
-2 s after the target), the driver's requests by kind and its 429 answers (from the API server's audit
-log, so Spark's are counted as ours are), driver CPU (JVM + Python, start-up included) and peak RSS, and
-where the rest of the machine's CPU went meanwhile: kube-apiserver, etcd, the scheduler and controller
-manager, KWOK (from the driver's launch, or the bare client's first create, to all Running).
+2 s after the target), pods its stop() left (neither deleted nor being deleted), the driver's requests by
+kind and its 429 answers (from the API server's audit log, so Spark's are counted as ours are), driver CPU
+(JVM + Python, start-up included) and peak RSS, and where the rest of the machine's CPU went meanwhile:
+kube-apiserver, etcd, the scheduler and controller manager, KWOK (from the driver's launch, or the bare
+client's first create, to all Running).
 
 kube-scheduler's client is rate-limited to 50 requests a second by default, so it binds at most about 50
 pods a second, whoever creates them: on an idle server that is every driver's floor. ``--unlimited-qps``
@@ -63,6 +64,7 @@ from k8s_backend.local.control_plane.credentials import ADMIN
 NO_WAIT = {"spark.scheduler.minRegisteredResourcesRatio": "0"}  # no executor registers: nothing runs
 DRIVER_MEMORY: dict[str, str] = {}  # --driver-memory: spark.driver.memory for every driver
 SETTLE = 2.0
+LEFT_WAIT = 30.0  # seconds for the pod watch to see a stopped driver's pods deleted
 SIDES: dict[str, tuple[bool, dict[str, str]]] = {
     "Spark 4.3, defaults": (False, {}),
     "Spark 4.3, batch.size=100": (False, {"spark.kubernetes.allocation.batch.size": "100"}),
@@ -282,6 +284,9 @@ def drive(
         time.sleep(SETTLE)
         created = clock.created(app)
         driver.finish()
+        # What stop() left: its pods neither deleted nor being deleted once the pod watch caught up.
+        clock.wait_for(lambda: clock.running(app) == 0, LEFT_WAIT)
+        left = clock.running(app)
     finally:
         driver.kill()
     clear_pods(http_)
@@ -297,6 +302,7 @@ def drive(
         "first create -> all Running (s)": done - created[0],
         "first -> last create (s)": max(c for c in created if c <= done) - created[0],
         "pods created": len(created),
+        "pods left after stop": left,
         "API requests": sum(kinds.values()),
         "create pods": kinds.get("create pods", 0),
         "429 answers": throttled,
