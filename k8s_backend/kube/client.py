@@ -42,8 +42,6 @@ __all__ = ["HttpWatchStream", "OfficialKubernetesApi", "error_from_response", "e
 log = logging.getLogger(__name__)
 
 USER_AGENT = "k8s-backend/0.1 (kubernetes-python)"
-SERVER_REQUEST_TIMEOUT = 60.0
-"""kube-apiserver's ``--request-timeout`` default: how long it lets a request other than a watch run."""
 WATCH_READ_GRACE = 30.0
 """Seconds the client waits beyond the server's ``timeoutSeconds`` before calling a watch dead."""
 
@@ -79,12 +77,6 @@ class OfficialKubernetesApi:
         self._namespace_default = namespace_default
         self._retry = retry or RetryPolicy()
         self._timeout = urllib3.Timeout(connect=connection_timeout, read=request_timeout)
-        # A collection delete runs on the server until it is done or the server's own request timeout
-        # (60 s by default) ends it, and the client hanging up stops it where it is: at 10,000 pods it
-        # took 10-40 s on kube-apiserver, so Spark's 10 s request timeout left thousands of pods behind.
-        self._delete_collection_timeout = urllib3.Timeout(
-            connect=connection_timeout, read=max(request_timeout, SERVER_REQUEST_TIMEOUT + 5.0)
-        )
         self._connection_timeout = connection_timeout
         self._watch_idle_timeout = watch_idle_timeout
         self._source = source or "an ApiClient configuration"
@@ -255,13 +247,7 @@ class OfficialKubernetesApi:
         if grace_period_seconds is not None:
             query["gracePeriodSeconds"] = str(grace_period_seconds)
         # The answer lists every object deleted, whole (60 MB for 10,000 pods): read, never decoded.
-        self._call(
-            "DELETE",
-            resource.path(namespace),
-            query=query,
-            decode=False,
-            timeout=self._delete_collection_timeout,
-        )
+        self._call("DELETE", resource.path(namespace), query=query, decode=False)
 
     def close(self) -> None:
         """Close open watches and the connection pool."""
@@ -292,16 +278,15 @@ class OfficialKubernetesApi:
         body: object = None,
         content_type: str | None = None,
         decode: bool = True,
-        timeout: urllib3.Timeout | None = None,
     ) -> Any:
         """One request with retries; the parsed JSON answer (``decode=False``: None, the answer read and
-        dropped). ``timeout``: the connect and read timeouts, if not the request timeout."""
+        dropped)."""
         payload = None if body is None else orjson.dumps(body)
         if payload is not None and content_type is None:
             content_type = "application/json"
 
         def attempt() -> Any:
-            response = self._open(method, path, query, payload, content_type, timeout or self._timeout)
+            response = self._open(method, path, query, payload, content_type, self._timeout)
             try:
                 if not decode:
                     response.drain_conn()  # read to the end, so the connection can be reused

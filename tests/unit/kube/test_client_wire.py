@@ -17,7 +17,7 @@ import attrs
 import pytest
 
 from k8s_backend.conf.model import ApiClientConf
-from k8s_backend.kube.client import SERVER_REQUEST_TIMEOUT, OfficialKubernetesApi
+from k8s_backend.kube.client import OfficialKubernetesApi
 from k8s_backend.kube.port import (
     JSON_PATCH,
     POD_GROUPS,
@@ -273,23 +273,6 @@ def test_delete_collection_reads_the_deleted_objects_without_decoding_them(
     assert decode.call_count == 0
     assert api.get(PODS, "ns", "after")["metadata"]["name"] == "after"  # the next answer is read whole
     assert decode.call_count == 1
-
-
-def test_a_collection_delete_waits_for_the_server_beyond_the_request_timeout(
-    script: tuple[Script, str], api: OfficialKubernetesApi, mocker: Any
-) -> None:
-    # The server deletes until done or its own request timeout (60 s); a client hanging up after its
-    # 10 s request timeout stops the delete where it is (at 10,000 pods, thousands were left).
-    s, _ = script
-    s.reply(200, {"kind": "Status", "status": "Success"})
-    s.reply(200, {"kind": "PodList", "items": []})
-    sent = mocker.spy(api._pool, "request")
-    api.delete(PODS, "ns", "p1")
-    api.delete_collection(PODS, "ns", label_selector="app=x")
-    single, collection = (call.kwargs["timeout"] for call in sent.call_args_list)
-    assert single.read_timeout == 5.0  # the request timeout of the fixture's configuration
-    assert collection.read_timeout > SERVER_REQUEST_TIMEOUT
-    assert collection.connect_timeout == single.connect_timeout == 5.0
 
 
 def test_422_is_invalid_with_the_server_message_and_not_retried(
