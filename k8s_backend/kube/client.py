@@ -42,6 +42,8 @@ __all__ = ["HttpWatchStream", "OfficialKubernetesApi", "error_from_response", "e
 log = logging.getLogger(__name__)
 
 USER_AGENT = "k8s-backend/0.1 (kubernetes-python)"
+DRAIN_CHUNK = 1 << 16
+"""Bytes read at a time from an answer that is dropped unread."""
 WATCH_READ_GRACE = 30.0
 """Seconds the client waits beyond the server's ``timeoutSeconds`` before calling a watch dead."""
 
@@ -289,7 +291,10 @@ class OfficialKubernetesApi:
             response = self._open(method, path, query, payload, content_type, self._timeout)
             try:
                 if not decode:
-                    response.drain_conn()  # read to the end, so the connection can be reused
+                    # Read to the end (the connection is reused), raising on a cut answer as reading
+                    # ``data`` does: urllib3's drain_conn() would swallow that.
+                    for _ in response.stream(DRAIN_CHUNK, decode_content=False):
+                        pass
                     return None
                 data = response.data
             except (urllib3.exceptions.HTTPError, OSError) as e:

@@ -30,7 +30,7 @@ from k8s_backend.kube.port import (
     NotFoundError,
     ServerError,
 )
-from k8s_backend.kube.retry import RetryPolicy
+from k8s_backend.kube.retry import RetryPolicy, caller_retries
 
 Writer = Callable[[BaseHTTPRequestHandler], None]
 
@@ -42,6 +42,7 @@ class Seen:
     query: dict[str, str]
     headers: dict[str, str]
     body: Any
+    port: int = 0  # the client's port: the same for requests on one kept-alive connection
 
 
 class Script:
@@ -115,6 +116,7 @@ def serving(tls: ssl.SSLContext | None = None) -> Iterator[tuple[Script, str]]:
                         {k: v[0] for k, v in parse_qs(parts.query).items()},
                         {k.lower(): v for k, v in self.headers.items()},
                         json.loads(raw) if raw else None,
+                        self.client_address[1],
                     )
                 )
                 answer = script.answers.pop(0) if script.answers else None
@@ -273,6 +275,26 @@ def test_delete_collection_reads_the_deleted_objects_without_decoding_them(
     assert decode.call_count == 0
     assert api.get(PODS, "ns", "after")["metadata"]["name"] == "after"  # the next answer is read whole
     assert decode.call_count == 1
+    assert s.seen[0].port == s.seen[1].port  # read to its end: the connection was kept and reused
+
+
+def test_a_collection_delete_answer_cut_short_is_a_connection_error(
+    script: tuple[Script, str], api: OfficialKubernetesApi
+) -> None:
+    s, _ = script
+
+    def cut(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", "100000")
+        handler.end_headers()
+        handler.wfile.write(b'{"kind":"PodList",')
+        handler.wfile.flush()
+        handler.close_connection = True
+
+    s.answers.append(cut)
+    with caller_retries(), pytest.raises(ApiConnectionError):
+        api.delete_collection(PODS, "ns", label_selector="app=x")
 
 
 def test_422_is_invalid_with_the_server_message_and_not_retried(
