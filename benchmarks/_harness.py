@@ -162,7 +162,7 @@ class Driver:
 
     def kill(self) -> None:
         """Kill the driver and its JVM (its own process group: a killed Python would leave its JVM)."""
-        with contextlib.suppress(ProcessLookupError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
             os.killpg(self._process.pid, signal.SIGKILL)
         if self._process.poll() is None:
             self._process.wait(30)

@@ -103,9 +103,9 @@ def ensure_kwok() -> tuple[Path, Path]:
     return binary, stages
 
 
-# kwokctl's --disable-qps-limits: kube-scheduler's and kube-controller-manager's clients unthrottled. At their
-# defaults (50 requests a second, bursts of 100) the scheduler binds at most ~50 pods a second, the floor
-# of every driver's "all Running" on an otherwise idle server.
+# kwokctl's --disable-qps-limits: kube-scheduler's and kube-controller-manager's clients unthrottled. At its
+# default (50 requests a second, bursts of 100; the controller manager's: 20 and 30) the scheduler binds at
+# most ~50 pods a second, the floor of every driver's "all Running" on an otherwise idle server.
 UNLIMITED_QPS = ["--kube-api-qps=5000", "--kube-api-burst=10000"]
 ETCD_QUOTA = f"--quota-backend-bytes={8 << 30}"  # etcd's largest recommended
 
@@ -133,7 +133,9 @@ class AuditedControlPlane(ControlPlane):
         elif name == "etcd":
             # 10,000-pod runs write tens of thousands of pod revisions: etcd's 1 GiB quota filled up
             # ("mvcc: database space exceeded", every write refused, deletes too) in the fifth run.
-            argv = [ETCD_QUOTA if arg.startswith("--quota-backend-bytes=") else arg for arg in argv]
+            quota = [i for i, arg in enumerate(argv) if arg.startswith("--quota-backend-bytes=")]
+            assert quota, "etcd's argv has no --quota-backend-bytes= to raise"
+            argv = [*argv[: quota[0]], ETCD_QUOTA, *argv[quota[0] + 1 :]]
         elif name in ("kube-scheduler", "kube-controller-manager") and self.unlimited_qps:
             argv = [*argv, *UNLIMITED_QPS]
         return super()._spawn(name, argv)

@@ -127,12 +127,13 @@ class Http:
     def connect(self, timeout: float | None = 60.0) -> http.client.HTTPSConnection:
         return http.client.HTTPSConnection(self.host, self.port, context=self.context, timeout=timeout)
 
-    def call(self, method: str, path: str) -> Any:
-        connection = self.connect()
+    def call(self, method: str, path: str, timeout: float = 60.0, decode: bool = True) -> Any:
+        connection = self.connect(timeout)
         try:
             connection.request(method, path, headers=self.headers)
             response = connection.getresponse()
-            return json.loads(response.read())
+            body = response.read()
+            return json.loads(body) if decode else response.status
         finally:
             connection.close()
 
@@ -145,9 +146,11 @@ class RealPodClock:
         self._cond = threading.Condition()
         self.pods: dict[tuple[str, str], PodTimes] = {}
         self.samples: dict[str, dict[str, Any]] = {}  # the first pod seen of each application
-        # Running and not gone, per application: kept as events arrive, since the waits read it on every
-        # event and a count over every pod seen (tens of thousands at --pods 10000) would load the machine.
+        # Running and not gone, and not gone in any phase, per application: kept as events arrive, since
+        # the waits read them on every event and a count over every pod seen (tens of thousands at
+        # --pods 10000) would load the machine.
         self._running: Counter[str] = Counter()
+        self._present: Counter[str] = Counter()
         threading.Thread(target=self._run, name="pod-clock", daemon=True).start()
 
     def _run(self) -> None:
@@ -174,7 +177,10 @@ class RealPodClock:
         meta = pod["metadata"]
         app = (meta.get("labels") or {}).get("spark-app-selector", "")
         with self._cond:
-            times = self.pods.setdefault((app, meta["name"]), PodTimes(app=app, created=now))
+            times = self.pods.get((app, meta["name"]))
+            if times is None:
+                times = self.pods[app, meta["name"]] = PodTimes(app=app, created=now)
+                self._present[app] += 1
             self.samples.setdefault(app, pod)
             if (pod.get("status") or {}).get("phase") == "Running" and times.running is None:
                 times.running = now
@@ -182,6 +188,7 @@ class RealPodClock:
                     self._running[app] += 1
             if (kind == "DELETED" or meta.get("deletionTimestamp")) and times.gone is None:
                 times.gone = now
+                self._present[app] -= 1
                 if times.running is not None:
                     self._running[app] -= 1
             self._cond.notify_all()
@@ -189,6 +196,11 @@ class RealPodClock:
     def running(self, app: str) -> int:
         with self._cond:
             return self._running[app]
+
+    def present(self, app: str) -> int:
+        """The application's pods seen and neither deleted nor being deleted, in any phase."""
+        with self._cond:
+            return self._present[app]
 
     def created(self, app: str) -> list[float]:
         with self._cond:
@@ -206,7 +218,10 @@ def clear_pods(http_: Http, timeout: float = 900.0) -> None:
     while http_.call("GET", f"{PODS_PATH}?limit=1")["items"]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"pods still present {timeout:.0f} s after deleting them all")
-        http_.call("DELETE", f"{PODS_PATH}?gracePeriodSeconds=0")
+        # Past the server's own 60 s request timeout (it answers 504, part done); its answer, every pod
+        # deleted, is not decoded. A timeout or a cut answer: asked again.
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            http_.call("DELETE", f"{PODS_PATH}?gracePeriodSeconds=0", timeout=90.0, decode=False)
         time.sleep(0.5)
 
 
@@ -285,8 +300,8 @@ def drive(
         created = clock.created(app)
         driver.finish()
         # What stop() left: its pods neither deleted nor being deleted once the pod watch caught up.
-        clock.wait_for(lambda: clock.running(app) == 0, LEFT_WAIT)
-        left = clock.running(app)
+        clock.wait_for(lambda: clock.present(app) == 0, LEFT_WAIT)
+        left = clock.present(app)
     finally:
         driver.kill()
     clear_pods(http_)
@@ -430,6 +445,7 @@ def one_repetition(
     best: Figures | None = None
     for streams in args.streams:
         figures = bare(cluster, clock, http_, body, args.pods, streams, str(run))
+        print(f"  {BARE}, {streams} streams: {json.dumps(figures)}", flush=True)
         if best is None or figures[RUNNING] < best[RUNNING]:
             best = {**figures, "streams": streams}
     assert best is not None
