@@ -81,6 +81,21 @@ class Script:
 
         self.answers.append(write)
 
+    def raw(self, data: bytes, length: int, content_type: str | None = None) -> None:
+        """A 200 with ``data`` under a Content-Length of ``length`` (larger: an answer cut short)."""
+
+        def write(handler: BaseHTTPRequestHandler) -> None:
+            handler.send_response(200)
+            if content_type is not None:
+                handler.send_header("Content-Type", content_type)
+            handler.send_header("Content-Length", str(length))
+            handler.end_headers()
+            handler.wfile.write(data)
+            handler.wfile.flush()
+            handler.close_connection = True
+
+        self.answers.append(write)
+
     def status(self, code: int, reason: str, message: str, headers: dict[str, str] | None = None) -> None:
         body = {
             "kind": "Status",
@@ -282,17 +297,7 @@ def test_a_collection_delete_answer_cut_short_is_a_connection_error(
     script: tuple[Script, str], api: OfficialKubernetesApi
 ) -> None:
     s, _ = script
-
-    def cut(handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", "100000")
-        handler.end_headers()
-        handler.wfile.write(b'{"kind":"PodList",')
-        handler.wfile.flush()
-        handler.close_connection = True
-
-    s.answers.append(cut)
+    s.raw(b'{"kind":"PodList",', 100000, "application/json")
     with caller_retries(), pytest.raises(ApiConnectionError):
         api.delete_collection(PODS, "ns", label_selector="app=x")
 
@@ -476,14 +481,7 @@ def test_malformed_answers_are_api_errors_not_retried(
     script: tuple[Script, str], api: OfficialKubernetesApi
 ) -> None:
     s, _ = script
-
-    def not_json(handler: Any) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Length", "5")
-        handler.end_headers()
-        handler.wfile.write(b"<html")
-
-    s.answers.append(not_json)
+    s.raw(b"<html", 5)
     with pytest.raises(ApiError, match="non-JSON"):
         api.get(PODS, "ns", "p")
     s.stream([b"not json\n"])
