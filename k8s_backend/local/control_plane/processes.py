@@ -147,9 +147,22 @@ def remove_stale_work_dirs() -> None:
 
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now (the process that binds it comes a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> tuple[int, ...]:
+    """``count`` distinct TCP ports free on 127.0.0.1 right now.
+
+    Each socket stays bound until all are: a port just released may be handed out again at once, so two
+    calls of :func:`free_port` in a row can answer the same port (etcd was once given one port for its
+    client and peer URLs, and refused to start)."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+        return tuple(ports)
 
 
 def etcd_healthy(client_url: str) -> bool:

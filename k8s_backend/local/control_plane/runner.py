@@ -45,6 +45,7 @@ from k8s_backend.local.control_plane.processes import (
     Spawner,
     etcd_healthy,
     free_port,
+    free_ports,
     remove_stale_work_dirs,
     wait_gone,
 )
@@ -262,7 +263,7 @@ class ControlPlane:
     # -- starting the processes -----------------------------------------------------------------------
 
     def _start_etcd(self, binaries: ControlPlaneBinaries) -> str:
-        client, peer = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+        client, peer = (f"http://127.0.0.1:{port}" for port in free_ports(2))
         self._spawn("etcd", [
             str(binaries.etcd), "--name=default", f"--data-dir={self.work_dir / 'etcd'}",
             f"--listen-client-urls={client}", f"--advertise-client-urls={client}",

@@ -34,7 +34,7 @@ import attrs
 import yaml
 
 from k8s_backend.local.control_plane.certs import kubelet_serving_spec
-from k8s_backend.local.control_plane.processes import ManagedProcess, Spawner, free_port, wait_gone
+from k8s_backend.local.control_plane.processes import ManagedProcess, Spawner, free_ports, wait_gone
 from k8s_backend.local.control_plane.runner import SERVICE_CIDR
 from k8s_backend.local.node import host, service_proxy
 from k8s_backend.local.node.build import NodeBinaries, NodeBuilder, missing_host_tools
@@ -375,9 +375,10 @@ class RealNode:
         root = self.work_dir / "kubelet"
         root.mkdir()
         tls = KubeletTls.issue(self._cp, root / "pki", self.name, network.gateway)
+        port, healthz_port = free_ports(2)
         config = kubelet_config(
             work=self.work_dir, socket=self.containerd_socket, cgroup_root=changes.cgroup_root,
-            address=network.gateway, port=free_port(), healthz_port=free_port(), ca_file=self._cp.ca_file,
+            address=network.gateway, port=port, healthz_port=healthz_port, ca_file=self._cp.ca_file,
             tls=tls,
         )  # fmt: skip
         config_path = self.work_dir / "kubelet.yaml"
