@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from k8s_backend.local.control_plane import processes
 from k8s_backend.local.control_plane.processes import free_port, free_ports
 
 
@@ -41,7 +40,7 @@ class _LowestFirst:
 @pytest.fixture
 def lowest_first(monkeypatch: pytest.MonkeyPatch) -> None:
     _LowestFirst.bound = set()
-    monkeypatch.setattr(processes.socket, "socket", _LowestFirst)
+    monkeypatch.setattr(socket, "socket", _LowestFirst)
 
 
 @pytest.mark.usefixtures("lowest_first")
