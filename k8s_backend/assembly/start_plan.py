@@ -102,6 +102,13 @@ def config_map_follows_lease(app: Application) -> bool:
     return app.conf.lifecycle.delete_on_termination and not app.conf.driver.pod_name
 
 
+def pods_follow_lease(app: Application) -> bool:
+    """Whether a client-mode driver's executor pods are owned by its heartbeat Lease too (see
+    :class:`~k8s_backend.backend.heartbeat.HeartbeatAnnotationStep`): when its ConfigMap is. (A
+    StatefulSet's or Deployment's pod template drops owners: its controller owns the pods.)"""
+    return config_map_follows_lease(app)
+
+
 def start_plan(
     app: Application,
     api: KubernetesApi,

@@ -33,6 +33,7 @@ from k8s_backend.assembly.start_plan import (
     executor_activity,
     gang_start,
     heartbeat_lease,
+    pods_follow_lease,
     registration_publisher,
     start_plan,
 )
@@ -141,7 +142,8 @@ def assemble(
     roll = roll_settings(kconf.roll, roll_policy, has_driver=driver is not None)
     gang = plan_gang(kconf)
     lease = heartbeat_lease(kconf, app_id)
-    heartbeat_steps = () if lease is None else (HeartbeatAnnotationStep(lease),)
+    heartbeat_step = None if lease is None else HeartbeatAnnotationStep(lease)
+    heartbeat_steps = () if heartbeat_step is None else (heartbeat_step,)
     # Loads and checks templates and user steps; the heartbeat's annotation comes last, over them.
     builder = ExecutorPodBuilder(kconf, steps=(*gang.steps, *heartbeat_steps))
     clock = clock or SystemClock()
@@ -160,6 +162,8 @@ def assemble(
     activity = executor_activity(application, parts)
     if heartbeat is not None:  # client mode: the renewals tell it; cluster mode: the publisher's patches
         heartbeat.activity = activity
+        if heartbeat_step is not None and pods_follow_lease(application):
+            heartbeat_step.owner = heartbeat
     publisher = registration_publisher(application, api, clock, driver, activity)
     listeners = [on_application_failed] if on_application_failed is not None else []
     if driver is not None:

@@ -51,7 +51,7 @@ from k8s_backend.kube.port import (
     NotFoundError,
     Obj,
 )
-from k8s_backend.pods.objects import owner_reference, section
+from k8s_backend.pods.objects import items, owner_reference, section
 from k8s_backend.pods.step import BaseFeatureStep, SparkPod, StepContext
 
 log = logging.getLogger(__name__)
@@ -69,14 +69,26 @@ def default_holder() -> str:
 
 class HeartbeatAnnotationStep(BaseFeatureStep):
     """The pod feature step the composition root adds when a heartbeat runs: each executor pod names
-    its driver's Lease (``k8s-backend.io/heartbeat-lease``), over any template or user annotation."""
+    its driver's Lease (``k8s-backend.io/heartbeat-lease``), over any template or user annotation.
+
+    Once :attr:`owner` is set, each pod is also owned by the Lease as the server last answered it, so
+    that the Lease's delete at stop has the garbage collector delete whatever pods the backend's own
+    delete left (at 10,000 pods the collection delete outlasts the request timeout, and a driver that
+    exits right after stop() takes its retries with it)."""
 
     def __init__(self, lease_name: str) -> None:
         self.lease_name = lease_name
+        self.owner: DriverHeartbeat | None = None
 
     def configure_pod(self, pod: SparkPod, ctx: StepContext) -> SparkPod:
         pod = pod.copy()
-        section(section(pod.pod, "metadata"), "annotations")[HEARTBEAT_LEASE_ANNOTATION] = self.lease_name
+        metadata = section(pod.pod, "metadata")
+        section(metadata, "annotations")[HEARTBEAT_LEASE_ANNOTATION] = self.lease_name
+        reference = None if self.owner is None else self.owner.pod_owner_reference()
+        if reference is not None:
+            refs = items(metadata, "ownerReferences")
+            refs[:] = [ref for ref in refs if ref.get("uid") != reference["uid"]]
+            refs.append(reference)
         return pod
 
 
@@ -153,6 +165,16 @@ class DriverHeartbeat:
             self._config_map = config_map
             self._config_map_owner = uid
             return _owned_by(config_map, lease)
+
+    def pod_owner_reference(self) -> Obj | None:
+        """An owner reference to the Lease for an executor pod (None before :meth:`start`): not a
+        controller one, which a pod template may hold already, and the collector needs none."""
+        lease = self.lease  # one read, no lock: a renewal holds the lock through its request
+        if _uid(lease) is None:
+            return None
+        reference = owner_reference(lease or {})
+        del reference["controller"]
+        return reference
 
     def _acquire(self) -> None:
         now = self._clock.now()

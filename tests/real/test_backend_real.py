@@ -31,7 +31,7 @@ from backend_real_support import (
 )
 
 from k8s_backend import KubernetesClusterSchedulerBackend
-from k8s_backend.kube.port import CONFIG_MAPS, PODS, KubernetesApi, NotFoundError
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, PODS, KubernetesApi, NotFoundError
 from k8s_backend.local.control_plane import ControlPlaneBinaries
 from k8s_backend.local.kubelet import Node
 from k8s_backend.testing import LocalCluster
@@ -166,6 +166,30 @@ def test_the_garbage_collector_removes_the_executors_of_a_deleted_driver_pod(
     until(
         lambda: api.list(CONFIG_MAPS, "default", label_selector=f"spark-app-selector={app}").items == [],
         f"the executors' ConfigMaps removed too (were {[m['metadata']['name'] for m in owned_maps]})",
+    )
+    if cluster.kubelet.run_processes:
+        until(lambda: cluster.kubelet.processes() == [], "no executor process left")
+
+
+def test_the_garbage_collector_removes_the_executors_of_a_deleted_heartbeat_lease(
+    cluster: LocalCluster, template: Path
+) -> None:
+    """A client-mode driver's last step at stop, the Lease's delete, takes the executors its collection
+    delete left (cut short at 10,000 pods, or the driver gone right after stop())."""
+    app, api = "spark-real-lease-owned", cluster.api()
+    backend, threads = crashable(cluster.api(), app, backend_conf(app, 3, template))
+    backend.start()
+    until(lambda: running(api, app, 3) and settled(backend, 3), "3 executors Running")
+    lease = api.get(LEASES, "default", f"{app}-driver-heartbeat")
+    for pod in executors(api, app).values():
+        owners = pod["metadata"].get("ownerReferences") or []
+        assert [(o["kind"], o["uid"], o.get("controller")) for o in owners] == [
+            ("Lease", lease["metadata"]["uid"], None)
+        ]
+    crash(backend, threads)  # nothing of the backend's own cleanup runs
+    api.delete(LEASES, "default", lease["metadata"]["name"])
+    until(
+        lambda: all_pods(api, app) == [], "the executors removed by the garbage collector", timeout=DEADLINE
     )
     if cluster.kubelet.run_processes:
         until(lambda: cluster.kubelet.processes() == [], "no executor process left")

@@ -111,7 +111,9 @@ def test_a_stop_whose_pod_deletion_keeps_failing_is_finished_in_the_background(
         "k8s_backend.assembly.stop_steps.StopSequence",
         functools.partial(StopSequence, sleep=sleeps.append, spawn=lambda n, t: spawned.append((n, t))),
     )
-    h = make_harness()
+    # Without a heartbeat Lease: the Lease's delete would have the collector take the pods (see
+    # test_heartbeat_pod_owner.py), and only the retries are looked at here.
+    h = make_harness({"spark.kubernetes.driver.heartbeat.enabled": "false"})
     h.backend.start()
     h.run()
     assert len(h.executor_pods()) == 3

@@ -193,6 +193,19 @@ def test_the_spec_parts_every_pod_repeats_are_kept_once() -> None:
     assert compactor.compact(pod_1)["spec"]["volumes"] is compactor.compact(pod_2)["spec"]["volumes"]
 
 
+def test_the_owner_references_every_pod_repeats_are_kept_once() -> None:
+    """A client-mode driver's pods are all owned by its heartbeat Lease, a cluster-mode one's by its pod."""
+    owner = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "name": "app-heartbeat", "uid": "u-1"}
+    compactor = PodCompactor()
+    one, two = (executor_pod(n, rv=n) for n in (1, 2))
+    for pod in (one, two):
+        pod["metadata"]["ownerReferences"] = [json.loads(json.dumps(owner))]  # decoded on its own
+    kept_one, kept_two = compactor.compact(one), compactor.compact(two)
+    assert kept_one["metadata"]["ownerReferences"] == [owner]
+    assert kept_one["metadata"]["ownerReferences"] is kept_two["metadata"]["ownerReferences"]
+    assert one["metadata"]["ownerReferences"] is not kept_one["metadata"]["ownerReferences"]
+
+
 def test_the_store_keeps_compact_pods() -> None:
     scheduler = DeterministicScheduler(ManualClock(0.0))
     store = ExecutorPodsSnapshotsStore(scheduler, scheduler.clock)
