@@ -16,9 +16,10 @@ process with its own JVM, N executor pods for:
 
 For each: first create -> all N Running (as this benchmark's pod watch saw them), first -> last create
 (what is left after it is the scheduler's binds and KWOK's status writes catching up), pods created (counted
-2 s after the target), pods its stop() left (neither deleted nor being deleted), the driver's requests by
-kind and its 429 answers (from the API server's audit log, so Spark's are counted as ours are), driver CPU
-(JVM + Python, start-up included) and peak RSS, and where the rest of the machine's CPU went meanwhile:
+2 s after the target), pods its stop() left (neither deleted nor being deleted) when the driver exited and
+30 s later, the driver's requests by kind and its 429 answers (from the API server's audit log, so Spark's
+are counted as ours are), driver CPU (JVM + Python, start-up included) and peak RSS, and where the rest of
+the machine's CPU went meanwhile:
 kube-apiserver, etcd, the scheduler and controller manager, KWOK (from the driver's launch, or the bare
 client's first create, to all Running).
 
@@ -299,7 +300,10 @@ def drive(
         time.sleep(SETTLE)
         created = clock.created(app)
         driver.finish()
-        # What stop() left: its pods neither deleted nor being deleted once the pod watch caught up.
+        # What stop() had not deleted when the driver exited (a client-mode k8s_backend's pods then go
+        # with its heartbeat Lease, through the garbage collector), and what was left once the pod watch
+        # caught up: pods neither deleted nor being deleted.
+        at_exit = clock.present(app)
         clock.wait_for(lambda: clock.present(app) == 0, LEFT_WAIT)
         left = clock.present(app)
     finally:
@@ -317,6 +321,7 @@ def drive(
         "first create -> all Running (s)": done - created[0],
         "first -> last create (s)": max(c for c in created if c <= done) - created[0],
         "pods created": len(created),
+        "pods at driver exit": at_exit,
         "pods left after stop": left,
         "API requests": sum(kinds.values()),
         "create pods": kinds.get("create pods", 0),

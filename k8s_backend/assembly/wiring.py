@@ -308,6 +308,7 @@ def _parts(
         has_auth_secret=app.plan.auth_secret is not None,
         delete_heartbeat=None if heartbeat is None else heartbeat.delete,
         config_map_collected=None if heartbeat is None else heartbeat.collects_config_map,
+        pods_collected=heartbeat is not None and pods_follow_lease(app),
         stop_metrics=None if monitoring is None else monitoring.server.stop,
         stop_roller=None if roller is None else roller.stop,
         write_timeline=_timeline_writer(app, monitor),

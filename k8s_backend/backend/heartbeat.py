@@ -3,9 +3,11 @@
 A driver outside the cluster (no ``spark.kubernetes.driver.pod.name``) owns nothing that Kubernetes
 could garbage-collect: when it dies by SIGKILL, its executor pods stay. So the backend keeps a
 ``coordination.k8s.io/v1`` Lease named after the application id, created before the first executor
-pod, renewed every third of its duration and deleted at stop after the executors. Executor pods and
-the executor ConfigMap name it (``k8s-backend.io/heartbeat-lease``); ``k8s-backend gc`` deletes the
-objects of an application whose Lease expired or is gone.
+pod, renewed every third of its duration and deleted at stop. Executor pods and the executor ConfigMap
+name it (``k8s-backend.io/heartbeat-lease``); ``k8s-backend gc`` deletes the objects of an application
+whose Lease expired or is gone. Unless executors are kept at stop, the Lease also owns them and their
+ConfigMap: its delete, just before the executor pods' own at stop, has the garbage collector take
+whatever stop() could not delete before the driver exited.
 
 Each renewal also writes which executors are registered with the driver, and since when
 (``k8s-backend.io/registered-executors``), so that ``k8s-backend status`` can show it for a driver it

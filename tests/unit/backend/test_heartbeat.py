@@ -133,7 +133,18 @@ def test_the_backend_creates_the_lease_before_executors_names_it_on_pods_and_del
     h.backend.stop()
     assert h.fake.objects(LEASES) == []
     deletes = [(c.verb, c.resource_plural) for c in h.fake.calls if c.verb.startswith("delete")]
-    assert deletes.index(("delete", "leases")) > deletes.index(("delete_collection", "pods"))
+    # The Lease owns the pods: deleted just before them, the collector takes what their delete leaves.
+    assert deletes.index(("delete", "leases")) + 1 == deletes.index(("delete_collection", "pods"))
+
+
+def test_with_executors_kept_at_stop_the_lease_is_deleted_last() -> None:
+    h = make_harness({"spark.kubernetes.executor.deleteOnTermination": "false"})
+    h.backend.start()
+    h.run()
+    h.backend.stop()
+    deletes = [(c.verb, c.resource_plural) for c in h.fake.calls if c.verb.startswith("delete")]
+    assert deletes[-1] == ("delete", "leases")
+    assert len(h.executor_pods()) == 3
 
 
 def test_the_lease_delete_is_retried_in_the_background_when_it_fails_at_stop() -> None:
