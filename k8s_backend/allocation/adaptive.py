@@ -37,7 +37,7 @@ MAX_BATCH = 1000
 """The most pods one adaptive round asks for, whatever the ramp says."""
 
 MAX_CONCURRENCY = 8
-"""The most creates in flight at once when the concurrency is automatic (the HTTP pool's size)."""
+"""The most creates in flight at once when the concurrency is automatic (the client's pool holds them)."""
 
 PACED_CONCURRENCY = 2
 """Creates in flight in paced rounds (automatic concurrency)."""
@@ -137,6 +137,11 @@ def concurrency_for(settings: AdaptiveSettings, batch: int, *, paced: bool = Fal
         return settings.concurrency
     automatic = max(1, min(PACED_CONCURRENCY if paced else MAX_CONCURRENCY, batch // 4 + 1))
     return min(automatic, cap) if cap > 0 else automatic
+
+
+def creates_in_flight(concurrency: int) -> int:
+    """The most pod creates ever in flight at once for ``batch.concurrency`` (0: automatic)."""
+    return max(MAX_CONCURRENCY, concurrency)
 
 
 def decide(state: AdaptiveState, settings: AdaptiveSettings, now: float) -> BatchDecision:

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from k8s_backend.allocation.adaptive import MAX_CONCURRENCY, BatchDecision
+from k8s_backend.allocation.adaptive import BatchDecision, creates_in_flight
 from k8s_backend.allocation.create_batch import CreatePool, CreateResult
 from k8s_backend.allocation.create_retries import CreateRetries
 from k8s_backend.allocation.creator import ExecutorPodCreator, PodSpecBuilder
@@ -127,7 +127,7 @@ class ExecutorPodsAllocator:
             RequestParts(
                 self._creator, self._ids, self._retries, self._failures, self._deletes, settings.pvc_policy
             ),
-            CreatePool(clock, max(MAX_CONCURRENCY, settings.concurrency)),
+            CreatePool(clock, creates_in_flight(settings.concurrency)),
             clock,
             self._listeners,
             stopped=self._is_stopped,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from k8s_backend.allocation.adaptive import creates_in_flight
 from k8s_backend.allocation.allocator import ExecutorPodsAllocator
 from k8s_backend.allocation.creator import PodSpecBuilder
 from k8s_backend.allocation.node_avoidance import NodeAvoider, NodeAvoidingPodBuilder
@@ -252,11 +253,20 @@ class KubernetesClusterSchedulerBackend(SchedulerBackendHooks):
         )
 
 
+# Requests beside the creates that can be in flight at once: the pod and quota watches, node lists, the
+# heartbeat's renewal, the polling source's list, a delete of the lifecycle manager, the metrics' reads.
+OTHER_CONNECTIONS = 8
+
+
 def _real_api(conf: KubernetesConf) -> KubernetesApi:
     # Imported here only so that tests on the fake never load the official client.
     from k8s_backend.kube.client import OfficialKubernetesApi
 
-    return OfficialKubernetesApi.from_conf(conf.api, namespace_default=conf.namespace)
+    return OfficialKubernetesApi.from_conf(
+        conf.api,
+        namespace_default=conf.namespace,
+        connections=creates_in_flight(conf.allocation.concurrency) + OTHER_CONNECTIONS,
+    )
 
 
 def _monitoring(conf: KubernetesConf, app_id: str) -> BackendMonitoring | None:

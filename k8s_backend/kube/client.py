@@ -95,11 +95,13 @@ class OfficialKubernetesApi:
         namespace_default: str,
         retry: RetryPolicy | None = None,
         environ: Mapping[str, str] | None = None,
+        connections: int = 0,
     ) -> OfficialKubernetesApi:
-        """Build the client from Spark's settings (see :mod:`k8s_backend.kube.config`)."""
+        """Build the client from Spark's settings (see :mod:`k8s_backend.kube.config`); ``connections``:
+        the most requests in flight at once, which the connection pool keeps open."""
         from kubernetes.client import ApiClient
 
-        settings = build_client_settings(api_conf, environ=environ)
+        settings = build_client_settings(api_conf, environ=environ, connections=connections)
         api_client: Any = ApiClient(settings.configuration)
         adapter = cls(
             api_client,
