@@ -10,9 +10,11 @@ trouble, the next round waits the full delay (or longer, when Retry-After asks).
 
 A 429 from API Priority and Fairness (it names the priority level that refused) says the driver's level
 has no seat free: a limit on requests in flight, not on their rate. When every refusal of a round is one
-and it had more than one create in flight, the creates in flight are halved for the rest of the run, and
-the batch, and back-to-back rounds, are kept (after the Retry-After). At one create in flight, it is
-handled as any other refusal.
+and it had more than one create in flight, the creates in flight are halved, and the batch, and
+back-to-back rounds, are kept (after the Retry-After). The cap holds for ``CAP_HOLD`` seconds of rounds
+that went well, then one more create in flight is tried, and so on back to no cap: the other flows that
+filled the level's seats may have gone, and one refused probe per ``CAP_HOLD`` is a small price. At one
+create in flight, an APF refusal is handled as any other refusal.
 
 A refusal by the server (429, 5xx, a timeout) also switches to *paced* rounds: one round per
 ``batch.delay``, so that the batch is a rate the server can be held to (back-to-back rounds run at
@@ -41,6 +43,9 @@ MAX_CONCURRENCY = 8
 
 PACED_CONCURRENCY = 2
 """Creates in flight in paced rounds (automatic concurrency)."""
+
+CAP_HOLD = 30.0
+"""Seconds of rounds that went well before a creates-in-flight cap set by APF 429s grows by one."""
 
 
 @attrs.frozen
@@ -101,7 +106,8 @@ class AdaptiveState:
     ``not_before``: no create before this time (Retry-After, or the delay after trouble);
     ``usual_latency``: a smoothed median create latency of the rounds that went well (None: none yet);
     ``backoffs``: how many times the batch shrank (for status); ``concurrency_cap``: the most creates in
-    flight since API Priority and Fairness refused more (0: no cap).
+    flight since API Priority and Fairness refused more (0: no cap), grown by one every ``CAP_HOLD``
+    seconds of rounds that went well.
     """
 
     batch: int
@@ -113,6 +119,7 @@ class AdaptiveState:
     paced: bool = False  # the server refused creates: one round per batch delay, few in flight
     ceiling: int = 0  # the batch the server last refused (paced rounds end at twice this)
     concurrency_cap: int = 0
+    cap_since: float = 0.0  # when the cap was last set or grown
 
 
 @attrs.frozen
@@ -188,6 +195,7 @@ def _shrunk(state: AdaptiveState, settings: AdaptiveSettings, outcome: RoundOutc
         paced=state.paced or refused,
         ceiling=state.batch if refused else state.ceiling,
         concurrency_cap=state.concurrency_cap,
+        cap_since=state.cap_since,
     )
 
 
@@ -205,6 +213,7 @@ def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: Round
         return attrs.evolve(
             state,
             concurrency_cap=max(1, outcome.concurrency // 2),
+            cap_since=now,
             not_before=now + wait,
             backoffs=state.backoffs + 1,
             fast=False,
@@ -228,6 +237,7 @@ def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: Round
         batch = state.batch
     batch = min(batch, settings.maximum)
     paced = state.paced and batch < 2 * state.ceiling
+    cap, cap_since = grown_cap(state, now)
     return AdaptiveState(
         batch=batch,
         threshold=max(state.threshold, batch) if state.paced and not paced else state.threshold,
@@ -237,5 +247,15 @@ def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: Round
         fast=not paced,
         paced=paced,
         ceiling=state.ceiling,
-        concurrency_cap=state.concurrency_cap,
+        concurrency_cap=cap,
+        cap_since=cap_since,
     )
+
+
+def grown_cap(state: AdaptiveState, now: float) -> tuple[int, float]:
+    """The creates-in-flight cap after a round that went well, and since when it holds: one more once it
+    held for ``CAP_HOLD`` seconds, and no cap once that reaches :data:`MAX_CONCURRENCY`."""
+    cap = state.concurrency_cap
+    if cap == 0 or now - state.cap_since < CAP_HOLD:
+        return cap, state.cap_since
+    return (0 if cap + 1 >= MAX_CONCURRENCY else cap + 1), now

@@ -1,11 +1,13 @@
 """Adaptive sizing against API Priority and Fairness: a round whose refusals were all APF 429s (the
-server named the priority level) halves the creates in flight for the rest of the run, keeps its batch
-and back-to-back rounds, and waits out the Retry-After; at one create in flight, or with other
-refusals, or with a fixed concurrency, the usual back-off (halved batch, paced rounds) applies."""
+server named the priority level) halves the creates in flight, keeps its batch and back-to-back rounds,
+and waits out the Retry-After; the cap grows back by one every CAP_HOLD seconds of rounds that went well.
+At one create in flight, or with other refusals, or with a fixed concurrency, the usual back-off (halved
+batch, paced rounds) applies."""
 
 from __future__ import annotations
 
 from k8s_backend.allocation.adaptive import (
+    CAP_HOLD,
     MAX_CONCURRENCY,
     PACED_CONCURRENCY,
     AdaptiveSettings,
@@ -51,6 +53,41 @@ def test_apf_429s_halve_the_creates_in_flight_and_keep_the_batch_and_the_fast_ro
     assert (state.batch, state.fast, state.concurrency_cap) == (80, True, 4)  # the cap stays
     state = after_round(state, SETTINGS, apf_refused(4))
     assert decide(state, SETTINGS, NOW + 5.0).concurrency == 2
+
+
+def good(at: float) -> RoundOutcome:
+    return RoundOutcome(at, 40, 40, latencies=(0.01,) * 40)
+
+
+def test_the_cap_grows_back_by_one_every_cap_hold_of_good_rounds_to_no_cap() -> None:
+    state = after_round(AdaptiveState(batch=40, threshold=40), SETTINGS, apf_refused(MAX_CONCURRENCY))
+    assert (state.concurrency_cap, state.cap_since) == (4, NOW)
+    state = after_round(state, SETTINGS, good(NOW + CAP_HOLD - 0.1))
+    assert state.concurrency_cap == 4  # not held long enough yet
+    caps = []
+    for step in range(1, 6):
+        state = after_round(state, SETTINGS, good(NOW + step * CAP_HOLD))
+        caps.append(state.concurrency_cap)
+    assert caps == [5, 6, 7, 0, 0]  # one more each CAP_HOLD, then none: MAX_CONCURRENCY again
+    assert decide(state, SETTINGS, NOW + 5 * CAP_HOLD).concurrency == MAX_CONCURRENCY
+
+
+def test_a_refused_probe_halves_the_cap_again_and_the_hold_starts_over() -> None:
+    state = AdaptiveState(batch=40, threshold=40, concurrency_cap=2, cap_since=NOW - CAP_HOLD)
+    state = after_round(state, SETTINGS, good(NOW))
+    assert (state.concurrency_cap, state.cap_since) == (3, NOW)  # the probe
+    later = NOW + 1.0
+    refused = RoundOutcome(later, 40, 38, throttled=2, retry_after=1.0, latencies=(0.01,) * 40,
+                           flow_controlled=2, concurrency=3)  # fmt: skip
+    state = after_round(state, SETTINGS, refused)
+    assert (state.concurrency_cap, state.cap_since) == (1, later)
+    assert after_round(state, SETTINGS, good(later + CAP_HOLD - 1.0)).concurrency_cap == 1
+
+
+def test_the_cap_does_not_grow_in_rounds_that_went_badly() -> None:
+    state = AdaptiveState(batch=40, threshold=40, concurrency_cap=2, cap_since=NOW - 10 * CAP_HOLD)
+    slow = RoundOutcome(NOW, 40, 38, server_errors=2, latencies=(0.01,) * 40, concurrency=2)
+    assert after_round(state, SETTINGS, slow).concurrency_cap == 2
 
 
 def test_at_one_create_in_flight_an_apf_429_is_the_usual_back_off() -> None:
