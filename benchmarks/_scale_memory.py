@@ -95,7 +95,10 @@ class Tracking:
         def decide(batch: SnapshotBatch) -> None:  # as the lifecycle manager does
             self.memory[0] = decider.decide(batch, {}, self.clock.now(), self.memory[0]).memory
 
-        self.store.add_subscriber(1.0, lambda batch: self.tracker.on_batch(batch, self.clock.now()))
+        def track(batch: SnapshotBatch) -> None:  # as the monitor does (its reports are not kept here)
+            self.tracker.on_batch(batch, self.clock.now())
+
+        self.store.add_subscriber(1.0, track)
         self.store.add_subscriber(1.0, decide)
         conf = spark_conf(executors)
         self.allocator = ExecutorPodsAllocator(

@@ -70,7 +70,7 @@ def _run(
             time.sleep(0.01)
         elapsed = time.monotonic() - start
         cpu = time.process_time() - cpu0
-        created = backend.parts.allocator.executor_id_counter
+        created = backend.status()["allocator"]["executor_id_counter"]
     finally:
         backend.stop()
     return {"seconds": elapsed, "created": created, "cpu": cpu, "requests": counted()}

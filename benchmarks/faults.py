@@ -276,7 +276,11 @@ def one_run(fault: Fault, target: int) -> Run:
         fault.at_stop(cluster)
         stopped = threading.Event()
         stopping = time.monotonic()
-        threading.Thread(target=lambda: (backend.stop(), stopped.set()), daemon=True).start()
+        def stop() -> None:
+            backend.stop()
+            stopped.set()
+
+        threading.Thread(target=stop, daemon=True).start()
         result.stop = time.monotonic() - stopping if stopped.wait(STOP_TIMEOUT) else float("inf")
         cluster.fake.clear_faults()
         cluster.wait_until(lambda: leftovers(cluster) == 0, CLEANUP_WAIT)
