@@ -11,9 +11,10 @@ trouble, the next round waits the full delay (or longer, when Retry-After asks).
 A 429 from API Priority and Fairness (it names the priority level that refused) says the driver's level
 has no seat free: a limit on requests in flight, not on their rate. When every refusal of a round is one
 and it had more than one create in flight, the creates in flight are halved, and the batch, and
-back-to-back rounds, are kept (after the Retry-After). The cap holds for ``CAP_HOLD`` seconds of rounds
-that went well, then one more create in flight is tried, and so on back to no cap: the other flows that
-filled the level's seats may have gone, and one refused probe per ``CAP_HOLD`` is a small price. At one
+back-to-back rounds, are kept (after the Retry-After). ``CAP_HOLD`` seconds after the cap was set or last
+grown, a round that went well with as many creates in flight as the cap grows it by one, and so on back to
+no cap: the other flows that filled the level's seats may have gone. A refused probe halves the cap
+again, which then holds for another ``CAP_HOLD``. At one
 create in flight, an APF refusal is handled as any other refusal.
 
 A refusal by the server (429, 5xx, a timeout) also switches to *paced* rounds: one round per
@@ -45,7 +46,7 @@ PACED_CONCURRENCY = 2
 """Creates in flight in paced rounds (automatic concurrency)."""
 
 CAP_HOLD = 30.0
-"""Seconds of rounds that went well before a creates-in-flight cap set by APF 429s grows by one."""
+"""Seconds a creates-in-flight cap set by APF 429s holds before it may grow by one (see grown_cap)."""
 
 
 @attrs.frozen
@@ -106,8 +107,8 @@ class AdaptiveState:
     ``not_before``: no create before this time (Retry-After, or the delay after trouble);
     ``usual_latency``: a smoothed median create latency of the rounds that went well (None: none yet);
     ``backoffs``: how many times the batch shrank (for status); ``concurrency_cap``: the most creates in
-    flight since API Priority and Fairness refused more (0: no cap), grown by one every ``CAP_HOLD``
-    seconds of rounds that went well.
+    flight since API Priority and Fairness refused more (0: no cap), grown by one at most every
+    ``CAP_HOLD`` seconds (see :func:`grown_cap`).
     """
 
     batch: int
@@ -237,7 +238,7 @@ def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: Round
         batch = state.batch
     batch = min(batch, settings.maximum)
     paced = state.paced and batch < 2 * state.ceiling
-    cap, cap_since = grown_cap(state, now)
+    cap, cap_since = grown_cap(state, outcome)
     return AdaptiveState(
         batch=batch,
         threshold=max(state.threshold, batch) if state.paced and not paced else state.threshold,
@@ -252,10 +253,11 @@ def after_round(state: AdaptiveState, settings: AdaptiveSettings, outcome: Round
     )
 
 
-def grown_cap(state: AdaptiveState, now: float) -> tuple[int, float]:
+def grown_cap(state: AdaptiveState, outcome: RoundOutcome) -> tuple[int, float]:
     """The creates-in-flight cap after a round that went well, and since when it holds: one more once it
-    held for ``CAP_HOLD`` seconds, and no cap once that reaches :data:`MAX_CONCURRENCY`."""
-    cap = state.concurrency_cap
-    if cap == 0 or now - state.cap_since < CAP_HOLD:
+    held for ``CAP_HOLD`` seconds and the round had as many in flight (a round under the cap, paced or
+    small, proves nothing about the seats), and no cap once that reaches :data:`MAX_CONCURRENCY`."""
+    cap, now = state.concurrency_cap, outcome.finished_at
+    if cap == 0 or outcome.concurrency < cap or now - state.cap_since < CAP_HOLD:
         return cap, state.cap_since
     return (0 if cap + 1 >= MAX_CONCURRENCY else cap + 1), now

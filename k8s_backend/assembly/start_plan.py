@@ -104,9 +104,10 @@ def config_map_follows_lease(app: Application) -> bool:
 
 def pods_follow_lease(app: Application) -> bool:
     """Whether a client-mode driver's executor pods are owned by its heartbeat Lease too (see
-    :class:`~k8s_backend.backend.heartbeat.HeartbeatAnnotationStep`): when its ConfigMap is. (A
-    StatefulSet's or Deployment's pod template drops owners: its controller owns the pods.)"""
-    return config_map_follows_lease(app)
+    :class:`~k8s_backend.backend.heartbeat.HeartbeatAnnotationStep`): when its ConfigMap is, and the
+    backend creates the pods itself. A StatefulSet's or Deployment's pods are its controller's, and the
+    Lease then goes last at stop, after the controllers that could make pods needing its ConfigMap."""
+    return config_map_follows_lease(app) and app.conf.allocation.allocator == "direct"
 
 
 def start_plan(

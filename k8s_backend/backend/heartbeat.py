@@ -5,9 +5,10 @@ could garbage-collect: when it dies by SIGKILL, its executor pods stay. So the b
 ``coordination.k8s.io/v1`` Lease named after the application id, created before the first executor
 pod, renewed every third of its duration and deleted at stop. Executor pods and the executor ConfigMap
 name it (``k8s-backend.io/heartbeat-lease``); ``k8s-backend gc`` deletes the objects of an application
-whose Lease expired or is gone. Unless executors are kept at stop, the Lease also owns them and their
-ConfigMap: its delete, just before the executor pods' own at stop, has the garbage collector take
-whatever stop() could not delete before the driver exited.
+whose Lease expired or is gone. Unless executors are kept at stop, the Lease also owns their ConfigMap,
+and the pods when the backend creates them itself (the direct allocator): its delete, just before the
+executor pods' own at stop, has the garbage collector take whatever stop() could not delete before the
+driver exited.
 
 Each renewal also writes which executors are registered with the driver, and since when
 (``k8s-backend.io/registered-executors``), so that ``k8s-backend status`` can show it for a driver it
@@ -20,9 +21,11 @@ it expires. Creating it at start is not optional, though: executors that point a
 never created would look orphaned to ``gc``.
 
 When the Lease owns the executor ConfigMap (:meth:`DriverHeartbeat.own_config_map`) and is deleted while
-the application runs (a bad cleanup), the garbage collector takes the ConfigMap with it. The renewal that
-finds the Lease gone creates both again, the ConfigMap owned by the new Lease; executor pods created in
-between wait for their ConfigMap volume (the kubelet retries the mount) and then start. On the normal
+the application runs (a bad cleanup), the garbage collector takes the ConfigMap with it, and the executor
+pods the Lease owns. The renewal that finds the Lease gone creates both again, the ConfigMap owned by the
+new Lease. Executor pods created in between name the deleted Lease: a real collector takes them too (the
+in-memory API does not collect a dependent whose owner was gone before it), and the allocator replaces
+them. On the normal
 path this costs no request: the renewal only compares the Lease's uid with the one the ConfigMap names.
 """
 

@@ -112,8 +112,9 @@ DRIVER_KEYS: tuple[Key, ...] = (
         "true",
         "A client-mode driver keeps a heartbeat Lease (`<app-id>-driver-heartbeat`) that executor pods "
         "name, so `k8s-backend gc` can delete what a dead driver left. Unless executors are kept at stop, "
-        "the Lease owns them and their ConfigMap: its delete at stop has the garbage collector take what "
-        "stop() could not delete in time.",
+        "the Lease owns their ConfigMap, and the pods the backend creates itself (the default direct "
+        "allocator): its delete at stop has the garbage collector take what stop() could not delete in "
+        "time.",
         field="driver.heartbeat_enabled",
         has_spark_entry=False,
     ),

@@ -174,8 +174,8 @@ def test_the_garbage_collector_removes_the_executors_of_a_deleted_driver_pod(
 def test_the_garbage_collector_removes_the_executors_of_a_deleted_heartbeat_lease(
     cluster: LocalCluster, template: Path
 ) -> None:
-    """A client-mode driver's last step at stop, the Lease's delete, takes the executors its collection
-    delete left (cut short at 10,000 pods, or the driver gone right after stop())."""
+    """The Lease's delete, just before the pods' own at stop, takes the executors that collection delete
+    leaves (cut short at 10,000 pods, and the driver gone right after stop())."""
     app, api = "spark-real-lease-owned", cluster.api()
     backend, threads = crashable(cluster.api(), app, backend_conf(app, 3, template))
     backend.start()

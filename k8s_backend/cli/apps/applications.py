@@ -317,7 +317,9 @@ def kill_client_mode(
     api: KubernetesApi, app: Application, console: Console, *, grace_period: int | None, now: float
 ) -> str:
     """Delete what a client-mode driver's stop() would: executor pods, executor ConfigMaps, then the
-    heartbeat Lease (last, as stop() does; also any other Lease the pods name). Returns the app id."""
+    heartbeat Lease (also any other Lease the pods name; last, since each delete here is waited for,
+    where stop() deletes the Lease first to have the collector finish what it cannot). Returns the app
+    id."""
     selector = executor_selector(app.app_id)
     leases = {heartbeat_lease_name(app.app_id)} | {
         str(note)

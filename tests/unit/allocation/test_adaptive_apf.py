@@ -1,8 +1,8 @@
 """Adaptive sizing against API Priority and Fairness: a round whose refusals were all APF 429s (the
 server named the priority level) halves the creates in flight, keeps its batch and back-to-back rounds,
-and waits out the Retry-After; the cap grows back by one every CAP_HOLD seconds of rounds that went well.
-At one create in flight, or with other refusals, or with a fixed concurrency, the usual back-off (halved
-batch, paced rounds) applies."""
+and waits out the Retry-After; the cap grows back by one, at most every CAP_HOLD seconds, in rounds that
+used it whole. At one create in flight, or with other refusals, or with a fixed concurrency, the usual
+back-off (halved batch, paced rounds) applies."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def test_apf_429s_halve_the_creates_in_flight_and_keep_the_batch_and_the_fast_ro
     assert decide(state, SETTINGS, NOW + 5.0).concurrency == 2
 
 
-def good(at: float) -> RoundOutcome:
-    return RoundOutcome(at, 40, 40, latencies=(0.01,) * 40)
+def good(at: float, concurrency: int = MAX_CONCURRENCY) -> RoundOutcome:
+    return RoundOutcome(at, 40, 40, latencies=(0.01,) * 40, concurrency=concurrency)
 
 
 def test_the_cap_grows_back_by_one_every_cap_hold_of_good_rounds_to_no_cap() -> None:
@@ -82,6 +82,13 @@ def test_a_refused_probe_halves_the_cap_again_and_the_hold_starts_over() -> None
     state = after_round(state, SETTINGS, refused)
     assert (state.concurrency_cap, state.cap_since) == (1, later)
     assert after_round(state, SETTINGS, good(later + CAP_HOLD - 1.0)).concurrency_cap == 1
+
+
+def test_the_cap_grows_only_after_a_round_that_used_it_whole() -> None:
+    state = AdaptiveState(batch=40, threshold=40, concurrency_cap=4, cap_since=NOW - 10 * CAP_HOLD)
+    for under in (2, 3):  # paced rounds, or batches too small to fill the cap
+        assert after_round(state, SETTINGS, good(NOW, concurrency=under)).concurrency_cap == 4
+    assert after_round(state, SETTINGS, good(NOW, concurrency=4)).concurrency_cap == 5
 
 
 def test_the_cap_does_not_grow_in_rounds_that_went_badly() -> None:

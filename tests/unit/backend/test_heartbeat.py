@@ -147,6 +147,18 @@ def test_with_executors_kept_at_stop_the_lease_is_deleted_last() -> None:
     assert len(h.executor_pods()) == 3
 
 
+def test_with_a_statefulset_allocator_the_lease_goes_after_the_controllers() -> None:
+    # Its pods are the StatefulSet's: deleting the Lease first would only take the ConfigMap that a pod
+    # the controller makes meanwhile still needs.
+    h = make_harness({"spark.kubernetes.allocation.pods.allocator": "statefulset"})
+    h.backend.start()
+    h.run()
+    h.backend.stop()
+    deletes = [(c.verb, c.resource_plural) for c in h.fake.calls if c.verb.startswith("delete")]
+    assert deletes.index(("delete", "leases")) > deletes.index(("delete_collection", "pods"))
+    assert deletes[-1] == ("delete", "leases")
+
+
 def test_the_lease_delete_is_retried_in_the_background_when_it_fails_at_stop() -> None:
     h = make_harness()
     h.backend.start()

@@ -19,6 +19,7 @@ from metrics_helpers import (
 from k8s_backend import ConfigError, KubernetesClusterSchedulerBackend
 from k8s_backend.kube.port import PODS
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
+from k8s_backend.local.control_plane.processes import free_ports
 from k8s_backend.testing import FakeKubernetes
 
 CONTAINER = "spark-kubernetes-executor"
@@ -203,7 +204,7 @@ def test_a_port_in_use_is_a_config_error_naming_the_key_and_creates_nothing() ->
 
 def test_two_backends_in_one_process_have_their_own_registry_and_port(started: Any) -> None:
     api_a, api_b = FakeKubernetes(), FakeKubernetes()
-    port_a, port_b = free_port(), free_port()
+    port_a, port_b = free_ports(2)  # two calls in a row may answer the same port
     started(api_a, port_a)
     started(api_b, port_b, **{"spark.executor.instances": "1"})
     wait_for_metric(port_a, "k8s_backend_executor_target", 2, profile="0")
