@@ -95,19 +95,19 @@ def registration_publisher(
     )
 
 
-def config_map_follows_lease(app: Application) -> bool:
+def config_map_follows_lease(conf: KubernetesConf) -> bool:
     """Whether a client-mode driver's executor ConfigMap is owned by its heartbeat Lease, as a driver pod
     owns it in cluster mode: the Lease's delete at stop then collects it (one request fewer). Not when
     executors are kept at stop (``deleteOnTermination=false``): their ConfigMap is kept then too."""
-    return app.conf.lifecycle.delete_on_termination and not app.conf.driver.pod_name
+    return conf.lifecycle.delete_on_termination and not conf.driver.pod_name
 
 
-def pods_follow_lease(app: Application) -> bool:
+def pods_follow_lease(conf: KubernetesConf) -> bool:
     """Whether a client-mode driver's executor pods are owned by its heartbeat Lease too (see
     :class:`~k8s_backend.backend.heartbeat.HeartbeatAnnotationStep`): when its ConfigMap is, and the
     backend creates the pods itself. A StatefulSet's or Deployment's pods are its controller's, and the
     Lease then goes last at stop, after the controllers that could make pods needing its ConfigMap."""
-    return config_map_follows_lease(app) and app.conf.allocation.allocator == "direct"
+    return config_map_follows_lease(conf) and conf.allocation.allocator == "direct"
 
 
 def start_plan(
@@ -138,7 +138,7 @@ def start_plan(
 
     start_heartbeat: Callable[[], object] | None = None if heartbeat is None else heartbeat.start
     config_map = app.plan.config_map
-    if heartbeat is not None and config_map is not None and config_map_follows_lease(app):
+    if heartbeat is not None and config_map is not None and config_map_follows_lease(app.conf):
         lease_first = heartbeat
         executor_config_map = config_map
 

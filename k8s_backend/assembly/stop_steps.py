@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import attrs
 
 from k8s_backend.allocation.pods_allocator import PodsAllocator
+from k8s_backend.assembly.start_plan import pods_follow_lease
 from k8s_backend.common import Scheduler
 from k8s_backend.common.stop_sequence import Step, StopSequence
 from k8s_backend.conf.model import KubernetesConf
@@ -87,11 +88,10 @@ def build_stop_sequence(
     write_timeline: Callable[[], None] | None = None,
     config_map_collected: Callable[[], bool] | None = None,
     stop_roller: Callable[[], None] | None = None,
-    pods_collected: bool = False,
 ) -> StopSequence:
     """``delete_heartbeat``: stops and deletes a client-mode driver's heartbeat Lease, after the executors
-    unless it owns them (deleted earlier, it would make executors it does not own look orphaned to
-    ``k8s-backend gc`` while they still run).
+    unless it owns them (see :func:`_lease_step_at`; deleted earlier, it would make executors it does not
+    own look orphaned to ``k8s-backend gc`` while they still run).
     ``operations``: given when executors may exit by themselves first (a driver told them to stop);
     ``scheduler``: given when the backend owns it (its threads are stopped); ``owns_api``: the client is
     closed once the last background retry ends. ``stop_metrics``: stops the metrics server, first (its
@@ -99,9 +99,7 @@ def build_stop_sequence(
     executor timeline once nothing changes any more, before the deletes (which a hung API may delay).
     ``config_map_collected``: true when the heartbeat Lease owns the executor ConfigMap (its delete then
     collects the map, so the map's own delete is skipped). ``stop_roller``: cancels the executor roller's
-    next look, before anything else stops (no executor is decommissioned by a roll during the stop).
-    ``pods_collected``: the heartbeat Lease owns the executor pods, so its delete comes before theirs (see
-    :func:`_lease_step_at`)."""
+    next look, before anything else stops (no executor is decommissioned by a roll during the stop)."""
     # Over 60 lines only by its parameters and their docs: each is a part stop() must reach.
     steps = _stop_steps(
         conf,
@@ -124,7 +122,7 @@ def build_stop_sequence(
     if stop_metrics is not None:
         steps.insert(0, ("stop the metrics server", stop_metrics))
     if delete_heartbeat is not None:
-        steps.insert(_lease_step_at(steps, pods_collected), ("delete the heartbeat lease", delete_heartbeat))
+        steps.insert(_lease_step_at(steps, conf), ("delete the heartbeat lease", delete_heartbeat))
     stop_sequence: StopSequence
     if owns_api:
         # Deletes still being retried in the background need the client: the last one closes it.
@@ -144,16 +142,14 @@ def build_stop_sequence(
     return stop_sequence
 
 
-def _lease_step_at(steps: list[Step], pods_collected: bool) -> int:
+def _lease_step_at(steps: list[Step], conf: KubernetesConf) -> int:
     """Where the heartbeat Lease's delete goes: last, unless the Lease owns the executor pods. Then it goes
     just before their collection delete, one quick request that has the garbage collector take whatever
     that delete leaves: at 10,000 pods kube-apiserver takes longer than the request timeout to delete them
     all, stop() returns after ``spark.kubernetes.stopTimeout``, and a driver that exits right after it
     would never have reached a Lease delete placed last."""
-    if pods_collected:
-        for index, (name, _) in enumerate(steps):
-            if name in ("delete the executor owners", "delete the executor pods"):
-                return index
+    if pods_follow_lease(conf):
+        return next(i for i, (name, _) in enumerate(steps) if name == "delete the executor pods")
     return len(steps)
 
 

@@ -163,7 +163,7 @@ def assemble(
     activity = executor_activity(application, parts)
     if heartbeat is not None:  # client mode: the renewals tell it; cluster mode: the publisher's patches
         heartbeat.activity = activity
-        if heartbeat_step is not None and pods_follow_lease(application):
+        if heartbeat_step is not None and pods_follow_lease(kconf):
             heartbeat_step.owner = heartbeat
     publisher = registration_publisher(application, api, clock, driver, activity)
     listeners = [on_application_failed] if on_application_failed is not None else []
@@ -318,7 +318,6 @@ def _parts(
         has_auth_secret=app.plan.auth_secret is not None,
         delete_heartbeat=None if heartbeat is None else heartbeat.delete,
         config_map_collected=None if heartbeat is None else heartbeat.collects_config_map,
-        pods_collected=heartbeat is not None and pods_follow_lease(app),
         stop_metrics=None if monitoring is None else monitoring.server.stop,
         stop_roller=None if roller is None else roller.stop,
         write_timeline=_timeline_writer(app, monitor),

@@ -10,6 +10,7 @@ from backend_harness import (
     BASE_CONF,
     HEARTBEAT_LEASE,
     START,
+    Harness,
     RecordingDriver,
     create_backend,
     make_harness,
@@ -132,29 +133,35 @@ def test_the_backend_creates_the_lease_before_executors_names_it_on_pods_and_del
     assert renew_time(h.fake) == START + 20
     h.backend.stop()
     assert h.fake.objects(LEASES) == []
-    deletes = [(c.verb, c.resource_plural) for c in h.fake.calls if c.verb.startswith("delete")]
+    deletes = deletes_at_stop(h)
     # The Lease owns the pods: deleted just before them, the collector takes what their delete leaves.
     assert deletes.index(("delete", "leases")) + 1 == deletes.index(("delete_collection", "pods"))
 
 
-def test_with_executors_kept_at_stop_the_lease_is_deleted_last() -> None:
-    h = make_harness({"spark.kubernetes.executor.deleteOnTermination": "false"})
+def deletes_at_stop(h: Harness) -> list[tuple[str, str]]:
+    """The deletes the fake was sent (by a backend stopped by now), in order."""
+    return [(c.verb, c.resource_plural) for c in h.fake.calls if c.verb.startswith("delete")]
+
+
+def started_and_stopped(conf: dict[str, str]) -> Harness:
+    h = make_harness(conf)
     h.backend.start()
     h.run()
     h.backend.stop()
-    deletes = [(c.verb, c.resource_plural) for c in h.fake.calls if c.verb.startswith("delete")]
-    assert deletes[-1] == ("delete", "leases")
+    return h
+
+
+def test_with_executors_kept_at_stop_the_lease_is_deleted_last() -> None:
+    h = started_and_stopped({"spark.kubernetes.executor.deleteOnTermination": "false"})
+    assert deletes_at_stop(h)[-1] == ("delete", "leases")
     assert len(h.executor_pods()) == 3
 
 
 def test_with_a_statefulset_allocator_the_lease_goes_after_the_controllers() -> None:
     # Its pods are the StatefulSet's: deleting the Lease first would only take the ConfigMap that a pod
     # the controller makes meanwhile still needs.
-    h = make_harness({"spark.kubernetes.allocation.pods.allocator": "statefulset"})
-    h.backend.start()
-    h.run()
-    h.backend.stop()
-    deletes = [(c.verb, c.resource_plural) for c in h.fake.calls if c.verb.startswith("delete")]
+    h = started_and_stopped({"spark.kubernetes.allocation.pods.allocator": "statefulset"})
+    deletes = deletes_at_stop(h)
     assert deletes.index(("delete", "leases")) > deletes.index(("delete_collection", "pods"))
     assert deletes[-1] == ("delete", "leases")
 
