@@ -54,6 +54,7 @@ def driver_heartbeat(
         duration=conf.driver.heartbeat_lease_duration,
         holder=default_holder(),
         registered=None if driver is None else driver.registered_executors,
+        keeps_executors=not conf.lifecycle.delete_on_termination,
     )
 
 

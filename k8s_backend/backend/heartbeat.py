@@ -112,15 +112,21 @@ class DriverHeartbeat:
         duration: float,
         holder: str,
         registered: Callable[[], Mapping[str, float]] | None = None,
+        keeps_executors: bool = False,
     ) -> None:
         """``duration``: the Lease's ``leaseDurationSeconds`` (rounded up to whole seconds);
-        ``registered``: the executors registered with the driver (id to registration time), if known."""
+        ``registered``: the executors registered with the driver (id to registration time), if known;
+        ``keeps_executors``: executors are kept at stop (``deleteOnTermination=false``), so the Lease's
+        delete orphans its dependents. This driver makes none, but pods adopted from an earlier driver
+        of the same application id that deleted its executors are owned by this same Lease (taken over,
+        so its uid is theirs): a plain delete would have the garbage collector take them."""
         self._api = api
         self._scheduler = scheduler
         self._clock = clock
         self._namespace = namespace
         self._app_id = app_id
         self.lease_name = lease_name
+        self._keeps_executors = keeps_executors
         self._duration = lease_seconds(duration)
         self._holder = holder
         self._registered = registered
@@ -303,7 +309,7 @@ class DriverHeartbeat:
         """Stop renewing and delete the Lease (gone already is fine); API errors are raised, to be retried."""
         self.stop()
         try:
-            self._api.delete(LEASES, self._namespace, self.lease_name)
+            self._api.delete(LEASES, self._namespace, self.lease_name, orphan=self._keeps_executors)
         except NotFoundError:
             return
         log.info("Heartbeat lease %s/%s deleted", self._namespace, self.lease_name)

@@ -232,9 +232,12 @@ class OfficialKubernetesApi:
         name: str,
         *,
         grace_period_seconds: int | None = None,
+        orphan: bool = False,
     ) -> None:
-        """Delete one object."""
-        query = {} if grace_period_seconds is None else {"gracePeriodSeconds": str(grace_period_seconds)}
+        """Delete one object (``orphan``: its dependents kept)."""
+        query = {"propagationPolicy": "Orphan"} if orphan else {}
+        if grace_period_seconds is not None:
+            query["gracePeriodSeconds"] = str(grace_period_seconds)
         self._call("DELETE", self._path(resource, namespace, name), query=query)
 
     def delete_collection(

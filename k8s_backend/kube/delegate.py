@@ -106,11 +106,14 @@ class DelegatingKubernetesApi:
         name: str,
         *,
         grace_period_seconds: int | None = None,
+        orphan: bool = False,
     ) -> None:
         self.around(
             "delete",
             resource,
-            lambda: self.wrapped.delete(resource, namespace, name, grace_period_seconds=grace_period_seconds),
+            lambda: self.wrapped.delete(
+                resource, namespace, name, grace_period_seconds=grace_period_seconds, orphan=orphan
+            ),
         )
 
     def delete_collection(

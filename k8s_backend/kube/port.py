@@ -175,8 +175,11 @@ class KubernetesApi(Protocol):
         name: str,
         *,
         grace_period_seconds: int | None = None,
+        orphan: bool = False,
     ) -> None:
-        """Delete one object; :class:`NotFoundError` if it does not exist."""
+        """Delete one object; :class:`NotFoundError` if it does not exist. Its dependents (objects whose
+        ownerReferences name it) are deleted after it, or with ``orphan`` kept, their reference to it
+        removed (``propagationPolicy: Orphan``)."""
         ...
 
     def delete_collection(

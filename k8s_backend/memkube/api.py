@@ -217,11 +217,15 @@ class InMemoryKubernetes(FaultControls):
         name: str,
         *,
         grace_period_seconds: int | None = None,
+        orphan: bool = False,
     ) -> None:
-        """Delete an object (404 if absent); see :mod:`fake_deletion` for grace periods and finalizers."""
+        """Delete an object (404 if absent); see :mod:`~k8s_backend.memkube.deletion` for grace periods,
+        finalizers and dependents (``orphan``: kept)."""
         self._raise_fault(self._call("delete", resource, namespace, name))
         with self._lock:
             key, _ = self._server.existing(resource, namespace, name)
+            if orphan:
+                self._deletions.orphan_dependents(key)
             self._deletions.delete(resource, key, grace_period_seconds)
 
     def delete_collection(

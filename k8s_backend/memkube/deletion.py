@@ -10,6 +10,9 @@
 - When an object is removed, its dependents (objects whose ownerReferences name its uid) are deleted
   too, in the background style: after the owner. A dependent that still has another live owner only
   loses the reference. Removing a Namespace deletes every object in it.
+- An object deleted with ``propagationPolicy: Orphan`` first loses its dependents: each one's reference to
+  it is removed (a MODIFIED event), as the real garbage collector does before it lifts the ``orphan``
+  finalizer (here at once, not in the background).
 
 Dangling ownerReferences (an owner removed before the dependent was created) are not collected.
 """
@@ -103,6 +106,15 @@ class Deletions:
         self._pending[key] = now + grace
         self._server.write(resource, key, shorter, current)
 
+    def orphan_dependents(self, key: ObjKey) -> None:
+        """Remove every reference to the object at ``key`` from its dependents (they stay)."""
+        owner = self._server.store.get(key)
+        uid = None if owner is None else owner["metadata"].get("uid")
+        if not uid:
+            return
+        for dependent_key in self._server.store.dependents(uid):
+            self._drop_reference(dependent_key, uid)
+
     def finalize(self, resource: Resource, key: ObjKey) -> None:
         """End the grace period of a terminating object: remove it unless finalizers remain."""
         current = self._server.store.get(key)
@@ -155,13 +167,24 @@ class Deletions:
             if dependent is None:
                 continue
             refs = dependent["metadata"].get("ownerReferences") or []
-            remaining = [ref for ref in refs if ref.get("uid") != uid]
-            if any(store.exists_uid(ref.get("uid", "")) for ref in remaining):
-                orphaned = json_copy(dependent)
-                orphaned["metadata"]["ownerReferences"] = remaining
-                self._server.write(store.resource(key[0]), key, orphaned, dependent)
+            if any(store.exists_uid(ref.get("uid", "")) for ref in refs if ref.get("uid") != uid):
+                self._drop_reference(key, uid)
             else:
                 self._delete_if_present(key)
+
+    def _drop_reference(self, key: ObjKey, owner_uid: str) -> None:
+        store = self._server.store
+        dependent = store.get(key)
+        if dependent is None:
+            return
+        orphaned = json_copy(dependent)
+        refs = dependent["metadata"].get("ownerReferences") or []
+        remaining = [ref for ref in refs if ref.get("uid") != owner_uid]
+        if remaining:
+            orphaned["metadata"]["ownerReferences"] = remaining
+        else:
+            del orphaned["metadata"]["ownerReferences"]  # as the server's JSON: an empty list is left out
+        self._server.write(store.resource(key[0]), key, orphaned, dependent)
 
     def _delete_if_present(self, key: ObjKey) -> None:
         if self._server.store.get(key) is not None:

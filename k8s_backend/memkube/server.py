@@ -1,7 +1,7 @@
 """The API-server semantics behind InMemoryKubernetes: metadata, validation, writes and events.
 
-Deletion (grace periods, finalizers, garbage collection) lives in :mod:`fake_deletion`. Methods here
-assume the caller holds the fake's lock and return stored dicts, which callers must copy before
+Deletion (grace periods, finalizers, garbage collection) lives in :mod:`~k8s_backend.memkube.deletion`.
+Methods here assume the caller holds the fake's lock and return stored dicts, which callers must copy before
 handing them out.
 """
 

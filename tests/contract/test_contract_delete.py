@@ -96,6 +96,28 @@ def test_deleting_an_owner_deletes_its_dependents(api: KubernetesApi) -> None:
     eventually(lambda: names(api.list(CONFIG_MAPS, NS).items), ["unowned"])
 
 
+def test_an_orphaning_delete_keeps_the_dependents_and_drops_their_reference(api: KubernetesApi) -> None:
+    owner = api.create(CONFIG_MAPS, NS, config_map("lease-like"))
+    other = api.create(CONFIG_MAPS, NS, config_map("other-owner"))
+    for name, refs in (("exec-1", [owner_ref(owner)]), ("exec-2", [owner_ref(owner), owner_ref(other)])):
+        executor = pod(name)
+        executor["metadata"]["ownerReferences"] = refs
+        api.create(PODS, NS, executor)
+    api.delete(CONFIG_MAPS, NS, "lease-like", orphan=True)
+
+    def owners() -> dict[str, list[str]]:
+        return {
+            p["metadata"]["name"]: [r["name"] for r in p["metadata"].get("ownerReferences") or []]
+            for p in api.list(PODS, NS).items
+        }
+
+    # The real garbage collector removes the references, then lifts the owner's "orphan" finalizer.
+    eventually(owners, {"exec-1": [], "exec-2": ["other-owner"]})
+    eventually(lambda: names(api.list(CONFIG_MAPS, NS).items), ["other-owner"])
+    api.delete(CONFIG_MAPS, NS, "other-owner")  # an ordinary delete still collects what is left
+    eventually(lambda: names(api.list(PODS, NS).items), ["exec-1"])
+
+
 def test_deleting_a_namespace_deletes_its_objects(api: KubernetesApi) -> None:
     api.create(NAMESPACES, None, {"metadata": {"name": "doomed"}})
     create_pod_in_new_namespace(api, "doomed", pod("p"))

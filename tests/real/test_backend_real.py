@@ -195,6 +195,47 @@ def test_the_garbage_collector_removes_the_executors_of_a_deleted_heartbeat_leas
         until(lambda: cluster.kubelet.processes() == [], "no executor process left")
 
 
+def test_a_restarted_driver_that_keeps_executors_keeps_the_pods_its_predecessor_let_the_lease_own(
+    cluster: LocalCluster, template: Path
+) -> None:
+    """The Lease is taken over by the next driver of the same application id, so the pods it adopts still
+    name it: with deleteOnTermination=false its delete orphans them instead of having them collected."""
+    app, api = "spark-real-lease-kept", cluster.api()
+    first, threads = crashable(cluster.api(), app, backend_conf(app, 2, template))
+    first.start()
+    until(lambda: running(api, app, 2) and settled(first, 2), "2 executors Running")
+    lease = api.get(LEASES, "default", f"{app}-driver-heartbeat")
+    crash(first, threads)
+    keep = backend_conf(app, 2, template, **{"spark.kubernetes.executor.deleteOnTermination": "false"})
+    second = KubernetesClusterSchedulerBackend.create(
+        keep, app_id=app, driver_url=DRIVER_URL, api=cluster.api()
+    )
+    second.start()
+    try:
+        until(lambda: settled(second, 2), "the 2 executors adopted")
+        taken_over = api.get(LEASES, "default", lease["metadata"]["name"])
+        assert taken_over["metadata"]["uid"] == lease["metadata"]["uid"]
+    finally:
+        second.stop()
+
+    def lease_gone() -> bool:
+        try:
+            api.get(LEASES, "default", lease["metadata"]["name"])
+            return False
+        except NotFoundError:
+            return True
+
+    # The collector orphans the dependents before it lets the Lease go: once it is gone, they are free.
+    until(lease_gone, "the Lease deleted", timeout=DEADLINE)
+    kept = executors(api, app)
+    assert sorted(kept) == ["1", "2"]
+    assert [p["metadata"].get("ownerReferences") for p in kept.values()] == [None, None]
+    assert all(p["status"].get("phase") == "Running" for p in kept.values())
+    api.delete_collection(PODS, "default", label_selector=f"spark-app-selector={app}")
+    api.delete_collection(CONFIG_MAPS, "default", label_selector=f"spark-app-selector={app}")
+    until(lambda: all_pods(api, app) == [], "the kept executors deleted by the test")
+
+
 def test_executors_bigger_than_any_node_stay_pending_with_the_schedulers_message(
     cluster: LocalCluster, template: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

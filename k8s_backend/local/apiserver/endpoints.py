@@ -78,9 +78,10 @@ class Endpoints:
             return Reply(200, self._api.patch(resource, namespace, name, body, patch_type=patch_type))
         if method == "DELETE":
             grace = _delete_options(query, body)
+            orphan = _propagation(query, body) == "Orphan"
             # The API server answers with the object it deleted; read it first (a 404 stays a 404).
             deleted = self._api.get(resource, namespace, name)
-            self._api.delete(resource, namespace, name, grace_period_seconds=grace)
+            self._api.delete(resource, namespace, name, grace_period_seconds=grace, orphan=orphan)
             return Reply(200, deleted)
         raise _error(405, f"{method} is not allowed on {resource.plural}/{name}")
 
@@ -105,6 +106,11 @@ class Endpoints:
             return Reply(201, self._api.create(resource, namespace, body))
         if method == "DELETE":
             grace = _delete_options(query, body)
+            if _propagation(query, body) == "Orphan":
+                raise bad_request(
+                    "propagationPolicy: Orphan is supported by this test API server for one object's "
+                    "delete, not a collection's: delete the objects one by one, or use Background"
+                )
             self._api.delete_collection(
                 resource,
                 namespace,
@@ -206,6 +212,27 @@ def _delete_options(query: Mapping[str, str], body: Any) -> int | None:
         return _int_param("gracePeriodSeconds", str(body["gracePeriodSeconds"]))
     value = query.get("gracePeriodSeconds")
     return _int_param("gracePeriodSeconds", value) if value else None
+
+
+PROPAGATION_POLICIES = ("Background", "Orphan")
+
+
+def _propagation(query: Mapping[str, str], body: Any) -> str:
+    """propagationPolicy from the DeleteOptions body or the query (``orphanDependents: true``, its older
+    form, is Orphan); Background when neither names one. Foreground (dependents deleted before the owner)
+    is not implemented here, and is refused rather than served as another policy."""
+    options = body if isinstance(body, dict) else {}
+    policy = options.get("propagationPolicy") or query.get("propagationPolicy")
+    orphan_dependents = options.get("orphanDependents", query.get("orphanDependents"))
+    if policy is None and orphan_dependents is not None:
+        policy = "Orphan" if str(orphan_dependents).lower() == "true" else "Background"
+    policy = policy or "Background"
+    if policy not in PROPAGATION_POLICIES:
+        raise bad_request(
+            f"propagationPolicy {policy!r} is not supported by this test API server: use one of "
+            f"{', '.join(PROPAGATION_POLICIES)}"
+        )
+    return str(policy)
 
 
 def _int_param(name: str, value: str) -> int:

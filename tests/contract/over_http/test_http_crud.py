@@ -231,6 +231,46 @@ def test_delete_options_body_and_collection_delete(
     assert code == 404 and body["kind"] == "Status"
 
 
+@pytest.mark.parametrize(
+    ("options", "query"),
+    [
+        ({"propagationPolicy": "Orphan"}, ""),
+        ({"orphanDependents": True}, ""),
+        (None, "?propagationPolicy=Orphan"),
+    ],
+    ids=["body", "legacy-orphanDependents", "query"],
+)
+def test_an_orphaning_delete_over_http(
+    raw: Raw, fake: FakeKubernetes, options: dict[str, Any] | None, query: str
+) -> None:
+    owner = fake.create(CONFIG_MAPS, "default", {"metadata": {"name": "owner"}})
+    dependent = pod("dep")
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    dependent["metadata"]["ownerReferences"] = [ref]
+    fake.create(PODS, "default", dependent)
+    code, _, _ = raw.request("DELETE", f"/api/v1/namespaces/default/configmaps/owner{query}", options)
+    assert code == 200
+    (kept,) = fake.objects(PODS, "default")
+    assert "ownerReferences" not in kept["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("path", "options", "says"),
+    [
+        ("/pods/a", {"propagationPolicy": "Foreground"}, "propagationPolicy 'Foreground' is not supported"),
+        ("/pods/a", {"propagationPolicy": "Sideways"}, "use one of Background, Orphan"),
+        ("/pods", {"propagationPolicy": "Orphan"}, "not a collection's"),
+    ],
+)
+def test_delete_policies_this_server_does_not_serve_are_refused(
+    raw: Raw, fake: FakeKubernetes, path: str, options: dict[str, Any], says: str
+) -> None:
+    fake.create(PODS, "default", pod("a"))
+    code, _, body = raw.request("DELETE", f"/api/v1/namespaces/default{path}", options)
+    assert code == 400 and says in body["message"]
+    assert [p["metadata"]["name"] for p in fake.objects(PODS, "default")] == ["a"]  # nothing deleted
+
+
 def test_graceful_pod_deletion_over_http(sleeps: list[float]) -> None:
     fake = FakeKubernetes(graceful_pod_deletion=True)
     with ApiServer(fake, token=TOKEN) as server:

@@ -8,9 +8,18 @@ import functools
 from typing import Any
 
 import pytest
-from backend_harness import HEARTBEAT_LEASE, make_harness, make_heartbeat
+from backend_harness import (
+    BASE_CONF,
+    HEARTBEAT_LEASE,
+    Harness,
+    RecordingDriver,
+    create_backend,
+    make_harness,
+    make_heartbeat,
+)
 
 from k8s_backend.backend.heartbeat import HeartbeatAnnotationStep
+from k8s_backend.common import DeterministicScheduler
 from k8s_backend.common.stop_sequence import StopSequence
 from k8s_backend.kube.port import LEASES, PODS
 from k8s_backend.pods.step import SparkPod
@@ -103,3 +112,25 @@ def test_pods_are_not_owned_by_the_lease_when_executors_are_kept_at_stop() -> No
     assert not any(lease_owned(pod) for pod in pods)
     h.backend.stop()
     assert len(h.executor_pods()) == 3
+
+
+def test_a_restarted_driver_that_keeps_executors_keeps_the_pods_its_predecessor_let_the_lease_own() -> None:
+    first = make_harness()
+    first.backend.start()
+    first.run()
+    owner = lease_uid(first.fake)
+    assert {tuple(lease_owned(pod)) for pod in first.executor_pods()} == {(owner,)}
+    # The first driver dies without stopping; the next, of the same application id, keeps its executors.
+    clock = first.scheduler.clock  # the fake's too
+    scheduler = DeterministicScheduler(clock)
+    keep = {**BASE_CONF, "spark.kubernetes.executor.deleteOnTermination": "false"}
+    backend = create_backend(keep, api=first.fake, driver=RecordingDriver(), clock=clock, scheduler=scheduler)
+    second = Harness(first.fake, scheduler, RecordingDriver(), backend)
+    second.backend.start()
+    second.run()
+    assert lease_uid(second.fake) == owner  # taken over, not created again: the pods still name it
+    second.backend.stop()
+    assert second.fake.objects(LEASES) == []
+    pods = second.executor_pods()
+    assert len(pods) == 3  # a plain delete of the Lease would have had them collected
+    assert not any(lease_owned(pod) for pod in pods)
