@@ -110,6 +110,36 @@ def test_the_driver_role_is_enough_for_allocation_replacement_and_cleanup(
     api.close()
 
 
+def test_the_driver_role_may_orphan_its_lease_s_dependents_when_executors_are_kept(
+    cluster: LocalCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With deleteOnTermination=false the Lease is deleted with propagationPolicy Orphan: the Role's
+    ``delete`` on leases is all it takes (the server adds the finalizer, the collector does the rest)."""
+    app, admin = "spark-rbac-kept", cluster.api(TEAM)
+    props = {
+        **backend_conf(app, 1, sleeper_template(tmp_path)),
+        **client_props(cluster, TEAM, token_for(cluster, TEAM, "spark-driver")),
+        "spark.kubernetes.executor.deleteOnTermination": "false",
+    }
+    api = api_with(props, tmp_path)
+    backend = KubernetesClusterSchedulerBackend.create(props, app_id=app, driver_url=DRIVER_URL, api=api)
+    with caplog.at_level(logging.WARNING, logger="k8s_backend"):
+        backend.start()
+        try:
+            until(lambda: running(admin, app, 1, TEAM) and settled(backend, 1), "1 executor Running")
+        finally:
+            backend.stop()
+    until(lambda: admin.list(LEASES, TEAM).items == [], "the Lease deleted")
+    assert len(all_pods(admin, app, TEAM)) == 1  # kept, as asked
+    refused = [r.getMessage() for r in caplog.records if "forbidden" in r.getMessage().lower()]
+    assert [m for m in refused if not m.startswith("Cannot read nodes")] == [], refused
+    selector = f"spark-app-selector={app}"
+    admin.delete_collection(PODS, TEAM, label_selector=selector)
+    admin.delete_collection(CONFIG_MAPS, TEAM, label_selector=selector)
+    until(lambda: all_pods(admin, app, TEAM) == [], "the kept executor deleted by the test")
+    api.close()
+
+
 def test_the_driver_token_passes_the_client_mode_submit_checks(cluster: LocalCluster, tmp_path: Path) -> None:
     app = tmp_path / "app.py"
     app.write_text("print('hello')\n", encoding="utf-8")
