@@ -14,10 +14,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
+import orjson
 import pytest
 
 from k8s_backend.conf.model import ApiClientConf
-from k8s_backend.kube.client import OfficialKubernetesApi
+from k8s_backend.kube.client import ORJSON_MAX_BYTES, OfficialKubernetesApi
 from k8s_backend.kube.port import (
     JSON_PATCH,
     POD_GROUPS,
@@ -285,12 +286,24 @@ def test_delete_collection_reads_the_deleted_objects_without_decoding_them(
     s, _ = script
     s.reply(200, {"kind": "PodList", "items": [pod(f"p{i}") for i in range(500)]})
     s.reply(200, pod("after"))
-    decode = mocker.spy(json, "loads")
+    decoders = [mocker.spy(json, "loads"), mocker.spy(orjson, "loads")]
     api.delete_collection(PODS, "ns", label_selector="app=x")
-    assert decode.call_count == 0
+    assert [d.call_count for d in decoders] == [0, 0]
     assert api.get(PODS, "ns", "after")["metadata"]["name"] == "after"  # the next answer is read whole
-    assert decode.call_count == 1
+    assert [d.call_count for d in decoders] == [0, 1]  # one object: orjson
     assert s.seen[0].port == s.seen[1].port  # read to its end: the connection was kept and reused
+
+
+def test_answers_over_a_megabyte_are_decoded_with_json_for_its_lower_peak_memory(
+    script: tuple[Script, str], api: OfficialKubernetesApi, mocker: Any
+) -> None:
+    s, _ = script
+    big = {"kind": "PodList", "metadata": {}, "items": [pod(f"p{i}") for i in range(13000)]}
+    assert len(json.dumps(big)) > ORJSON_MAX_BYTES
+    s.reply(200, big)
+    decoders = [mocker.spy(json, "loads"), mocker.spy(orjson, "loads")]
+    assert len(api.list(PODS, "ns").items) == 13000
+    assert [d.call_count for d in decoders] == [1, 0]
 
 
 def test_a_collection_delete_answer_cut_short_is_a_connection_error(

@@ -132,7 +132,15 @@ def test_split_command_string(text: str, words: list[str]) -> None:
     assert split_command_string(text) == words
 
 
+def test_split_command_string_hands_out_a_list_of_its_own_each_time() -> None:
+    # The split is cached per text: a caller changing its list must not change the next caller's.
+    first = split_command_string("-Da=1 -Db=2")
+    first.append("-Dc=3")
+    assert split_command_string("-Da=1 -Db=2") == ["-Da=1", "-Db=2"]
+
+
 @pytest.mark.parametrize("text", ["'open", 'a "b'])
 def test_unterminated_quote(text: str) -> None:
-    with pytest.raises(ConfigError, match="unterminated quote"):
-        split_command_string(text)
+    for _ in range(2):  # every time, not only before a cache could hold something
+        with pytest.raises(ConfigError, match="unterminated quote"):
+            split_command_string(text)
