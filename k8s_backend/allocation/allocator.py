@@ -44,7 +44,7 @@ from k8s_backend.common.failure_sink import FailureReporter, FailureSink
 from k8s_backend.conf.model import DEFAULT_PROFILE_ID, ResourceProfile
 from k8s_backend.kube.port import KubernetesApi
 from k8s_backend.snapshots.snapshot import SnapshotBatch
-from k8s_backend.snapshots.store import SnapshotsStore
+from k8s_backend.snapshots.store import SnapshotsStore, Subscription
 
 __all__ = [
     "AllocatorIdentity",
@@ -113,7 +113,7 @@ class ExecutorPodsAllocator:
             batch_size=settings.limits.batch_size,
             concurrency=settings.concurrency,
             batch_delay=settings.batch_delay,
-            early_round=None if scheduler is None else (scheduler, store.notify_subscribers),
+            early_round=None if scheduler is None else (scheduler, self._round_now),
         )
         self._deletes = PodDeletes(api, settings.namespace, identity.app_id)
         self._throttling = ThrottleNotice(api)
@@ -134,6 +134,7 @@ class ExecutorPodsAllocator:
             accept=self._accept,
         )
 
+        self._subscription: Subscription | None = None  # the store's deliveries to us, once started
         self._lock = threading.Lock()
         self._targets: dict[int, int] = {}  # never shrinks: profiles are not removed (SPARK-30749)
         self._profiles: dict[int, ResourceProfile] = {DEFAULT_PROFILE_ID: settings.default_profile}
@@ -154,7 +155,7 @@ class ExecutorPodsAllocator:
             if self._started:
                 return
             self._started = True
-        self._store.add_subscriber(self._settings.batch_delay, self._on_batch)
+        self._subscription = self._store.add_subscriber(self._settings.batch_delay, self._on_batch)
 
     def halt(self) -> None:
         """Stop requesting and deleting pods; rounds still delivered afterwards do nothing."""
@@ -196,7 +197,7 @@ class ExecutorPodsAllocator:
             self._targets.update(targets)
             outstanding = self._outstanding
         if outstanding == 0:
-            self._store.notify_subscribers()
+            self._round_now()
 
     def mark_for_removal(self, executor_ids: Collection[int]) -> None:
         """Nothing to do: the direct allocator's pods are deleted by name, no controller picks them."""
@@ -384,7 +385,18 @@ class ExecutorPodsAllocator:
             self._wakeup = None
             if self._stopped:
                 return
-        self._store.notify_subscribers()
+        self._round_now()
+
+    def _round_now(self) -> None:
+        """Run a round now, off schedule: a delivery to the allocator alone. The store's other
+        subscribers (lifecycle, disruptions, progress) read every pod at each delivery and keep their
+        own cadence: woken at each of adaptive allocation's early rounds too, they took as much of the
+        driver's Python as the rounds themselves."""
+        subscription = self._subscription
+        if subscription is None:
+            self._store.notify_subscribers()  # not started: no round of ours to run yet
+        else:
+            subscription.notify()
 
     def _delete_timed_out(self, executor_ids: tuple[int, ...]) -> None:
         log.warning(

@@ -65,7 +65,7 @@ class BatchPacer:
     """Fixed batches, or the adaptive state (``adaptive`` not None).
 
     ``early_round``: the scheduler and the call that runs a round off schedule (the store's
-    ``notify_subscribers``); without it every round waits for the store's next regular delivery.
+    delivery to the allocator alone); without it every round waits for the store's next regular delivery.
     """
 
     def __init__(

@@ -14,7 +14,7 @@ from k8s_backend.lifecycle import explain
 from k8s_backend.lifecycle.driver_port import ExecutorLoss
 from k8s_backend.metrics.registry import BackendMetrics
 from k8s_backend.snapshots.snapshot import ExecutorPodsSnapshot, SnapshotBatch
-from k8s_backend.snapshots.store import Relist, SnapshotsStore, SubscriberCallback
+from k8s_backend.snapshots.store import Relist, SnapshotsStore, SubscriberCallback, Subscription
 
 
 def failure_reason(executor_id: int, loss: ExecutorLoss) -> str | None:
@@ -95,7 +95,7 @@ class TimedSubscriptions:
         self._store = store
         self._observe = observe
 
-    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> None:
+    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> Subscription:
         observe = self._observe
 
         def timed(batch: SnapshotBatch) -> None:
@@ -105,7 +105,7 @@ class TimedSubscriptions:
             finally:
                 observe(time.perf_counter() - started)
 
-        self._store.add_subscriber(interval, timed)
+        return self._store.add_subscriber(interval, timed)
 
     def notify_subscribers(self) -> None:
         self._store.notify_subscribers()

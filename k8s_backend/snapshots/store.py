@@ -26,10 +26,18 @@ log = logging.getLogger(__name__)
 SubscriberCallback = Callable[[SnapshotBatch], None]
 
 
+class Subscription(Protocol):
+    """One subscriber's registration with the store."""
+
+    def notify(self) -> None:
+        """Deliver to this subscriber now, off schedule (the others keep their cadence)."""
+        ...
+
+
 class SnapshotsStore(Protocol):
     """What sources and subscribers see of the store."""
 
-    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> None: ...
+    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> Subscription: ...
 
     def notify_subscribers(self) -> None: ...
 
@@ -57,6 +65,9 @@ class _Subscriber:
         self._run_lock = threading.Lock()
         self._count_lock = threading.Lock()
         self._requests = 0
+
+    def notify(self) -> None:
+        self._store._scheduler.submit(self.process)
 
     def process(self) -> None:
         with self._count_lock:
@@ -137,21 +148,23 @@ class ExecutorPodsSnapshotsStore:
         self._subscribers: list[_Subscriber] = []
         self._stopped = False
 
-    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> None:
-        """Deliver batches to ``callback`` every ``interval`` seconds, the first one at once."""
+    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> Subscription:
+        """Deliver batches to ``callback`` every ``interval`` seconds, the first one at once; the
+        subscription delivers to it alone off schedule."""
         subscriber = _Subscriber(self, callback)
         with self._lock:
             if self._stopped:
                 raise RuntimeError("the snapshot store is stopped")
             self._subscribers.append(subscriber)
         subscriber.task = self._scheduler.schedule_with_fixed_delay(0.0, interval, subscriber.process)
+        return subscriber
 
     def notify_subscribers(self) -> None:
         """Deliver to every subscriber now, off schedule."""
         with self._lock:
             subscribers = list(self._subscribers)
         for subscriber in subscribers:
-            self._scheduler.submit(subscriber.process)
+            subscriber.notify()
 
     def update_pod(self, pod: Obj, *, deleted: bool = False) -> None:
         """Apply one observed pod (a watch event). ``deleted`` marks a DELETED event."""

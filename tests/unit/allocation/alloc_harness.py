@@ -29,7 +29,7 @@ from k8s_backend.kube.port import PODS, Obj
 from k8s_backend.memkube.api import Call
 from k8s_backend.pods.builder import ExecutorPodBuilder
 from k8s_backend.pods.facts import DriverFacts
-from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore, SubscriberCallback
+from k8s_backend.snapshots.store import ExecutorPodsSnapshotsStore, SubscriberCallback, Subscription
 from k8s_backend.testing import FakeKubernetes
 
 APP = "spark-app-id"
@@ -62,9 +62,9 @@ class ManualRoundsStore(ExecutorPodsSnapshotsStore):
     """The real store, but rounds run only when a test asks (as Spark's deterministic store): moving the
     clock alone never runs a round."""
 
-    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> None:
+    def add_subscriber(self, interval: float, callback: SubscriberCallback) -> Subscription:
         self.intervals.append(interval)
-        super().add_subscriber(1e12, callback)
+        return super().add_subscriber(1e12, callback)
 
     @property
     def intervals(self) -> list[float]:

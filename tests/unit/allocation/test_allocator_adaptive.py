@@ -11,6 +11,7 @@ from alloc_harness import Harness, suite_conf
 from k8s_backend.allocation.pacing import FOLLOW_UP
 from k8s_backend.conf.model import AllocationConf
 from k8s_backend.kube.port import PODS
+from k8s_backend.snapshots.snapshot import SnapshotBatch
 
 
 def harness(**allocation: object) -> Harness:
@@ -36,6 +37,23 @@ def test_adaptive_rounds_ramp_up_without_waiting_out_the_batch_delay() -> None:
     h.advance(5.0)
     h.round()
     assert len(h.created_ids()) == 100
+
+
+def test_the_early_rounds_wake_the_allocator_alone() -> None:
+    # The lifecycle manager, the disruption watcher and progress read every pod at each delivery: woken
+    # at each early round, they cost the driver as much as the rounds.
+    h = harness(adaptive=True)
+    others: list[SnapshotBatch] = []
+    h.store.add_subscriber(1.0, others.append)
+    h.scheduler.run_until_idle()
+    assert len(others) == 1  # its first delivery, at once
+    h.set_targets({0: 100})
+    for _ in range(4):
+        seen_then_follow_up(h)
+    assert len(h.created_ids()) == 100
+    assert len(others) == 1
+    h.round()  # the store's own notify_subscribers() still reaches everyone
+    assert len(others) == 2
 
 
 def test_fixed_batches_still_wait_for_the_next_round() -> None:

@@ -186,6 +186,22 @@ def test_notify_subscribers_delivers_off_schedule(
     assert recorder.updates() == [(1, PodPhase.FAILED)]
 
 
+def test_a_subscription_delivers_to_its_subscriber_alone_off_schedule(
+    scheduler: DeterministicScheduler, store: ExecutorPodsSnapshotsStore
+) -> None:
+    woken, other = Recorder(scheduler.clock), Recorder(scheduler.clock)
+    subscription = store.add_subscriber(10.0, woken)
+    store.add_subscriber(10.0, other)
+    scheduler.run_until_idle()
+    store.update_pod(executor_pod(1, "Failed"))
+    subscription.notify()
+    scheduler.run_until_idle()  # no time passes
+    assert woken.times() == [0.0, 0.0] and woken.updates() == [(1, PodPhase.FAILED)]
+    assert other.times() == [0.0]
+    scheduler.advance(10.0)
+    assert other.updates() == [(1, PodPhase.FAILED)]  # at its own cadence, nothing lost
+
+
 def test_deleted_event_marks_the_pod_deleted(
     scheduler: DeterministicScheduler, store: ExecutorPodsSnapshotsStore
 ) -> None:
