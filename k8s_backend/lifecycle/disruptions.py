@@ -10,7 +10,7 @@ decommission now; it does no I/O, so every rule is unit-testable with plain data
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -85,15 +85,20 @@ class DisruptionDecider:
         pods: Mapping[int, ExecutorPodState],
         nodes: Mapping[str, NodeView] | None,
         noticed: frozenset[int] = frozenset(),
+        *,
+        only: Collection[int] | None = None,
     ) -> DisruptionDecision:
         """Notices for the live executor pods with a disruption signal not noticed before.
 
         ``nodes``: the nodes by name, or None when they cannot be read (only pod conditions count then).
         Each executor is noticed at most once while its pod exists; ``noticed`` forgets pods that are gone.
+        ``only``: the executors whose pods changed since a decision over the same ``nodes`` (None: every
+        pod); any other pod would decide now as it did then, so it is not looked at again.
         """
         kept = frozenset(i for i in noticed if i in pods)
         notices: list[DisruptionNotice] = []
-        for executor_id in sorted(pods):
+        candidates = sorted(pods) if only is None else sorted(i for i in set(only) if i in pods)
+        for executor_id in candidates:
             if executor_id in kept:
                 continue
             state = pods[executor_id]

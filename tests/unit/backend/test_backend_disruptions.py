@@ -65,6 +65,22 @@ def test_a_cordoned_nodes_executors_are_decommissioned_and_replaced_before_their
     assert len([p for p in h.executor_pods() if p["status"].get("phase") != "Failed"]) == 3
 
 
+def test_a_pod_that_lands_on_a_node_cordoned_earlier_is_noticed_when_it_changes() -> None:
+    # After the cordon was seen, only pods that change are read again (the nodes did not): a new
+    # executor scheduled onto that node is one of them.
+    h, names = started()
+    add_node(h, "n3", unschedulable=True)
+    h.run(2.0)
+    assert h.driver.decommissioned == []
+    h.backend.request_total_executors({0: 4})
+    h.run(2.0)
+    (new,) = [p["metadata"]["name"] for p in h.executor_pods() if p["metadata"]["name"] not in names]
+    run_on(h, new, "n3")  # as a scheduler ignoring the cordon would (a DaemonSet-like toleration)
+    h.run(2.0)
+    assert [i for i, _ in h.driver.decommissioned] == ["4"]
+    assert "n3 is cordoned" in h.driver.decommissioned[0][1]
+
+
 def test_an_evicted_pods_disruption_target_condition_is_acted_on() -> None:
     h, names = started()
     status = {

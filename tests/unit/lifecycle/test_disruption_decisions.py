@@ -106,6 +106,16 @@ def test_each_executor_is_noticed_once_while_its_pod_exists() -> None:
     assert second.noticed == {1, 2}
 
 
+def test_only_the_named_executors_are_looked_at_when_the_nodes_did_not_change() -> None:
+    nodes = {"n1": node("n1", cordoned=True)}
+    view = pods(on_node(1, "n1"), on_node(2, "n1"))
+    assert DECIDER.decide(view, nodes, only=set()).notices == ()
+    assert [n.executor_id for n in DECIDER.decide(view, nodes, only={2, 9}).notices] == [2]  # 9: gone
+    assert [n.executor_id for n in DECIDER.decide(view, nodes).notices] == [1, 2]  # None: every pod
+    # Noticed executors are still forgotten when their pods are gone, whoever is looked at.
+    assert DECIDER.decide(pods(on_node(2, "n1")), nodes, frozenset({1, 2}), only=()).noticed == {2}
+
+
 def test_the_noticed_executors_are_forgotten_once_their_pods_are_gone() -> None:
     decision = DECIDER.decide(pods(on_node(2, "n2")), {"n2": node("n2")}, frozenset({1, 2}))
     assert decision.noticed == {2} and decision.notices == ()
