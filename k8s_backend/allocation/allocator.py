@@ -389,9 +389,8 @@ class ExecutorPodsAllocator:
 
     def _round_now(self) -> None:
         """Run a round now, off schedule: a delivery to the allocator alone. The store's other
-        subscribers (lifecycle, disruptions, progress) read every pod at each delivery and keep their
-        own cadence: woken at each of adaptive allocation's early rounds too, they took as much of the
-        driver's Python as the rounds themselves."""
+        subscribers (lifecycle, disruptions, progress, the monitor) read many pods at each delivery
+        and keep their own cadence; nothing of theirs waits for an allocation round."""
         subscription = self._subscription
         if subscription is None:
             self._store.notify_subscribers()  # not started: no round of ours to run yet
