@@ -68,18 +68,35 @@ def api_with(props: dict[str, str], home: Path) -> OfficialKubernetesApi:
     )
 
 
+def driver_role_backend(
+    cluster: LocalCluster, app: str, instances: int, home: Path, **conf: str
+) -> tuple[OfficialKubernetesApi, KubernetesClusterSchedulerBackend]:
+    """A backend of ``app`` in TEAM with nothing but the driver account's token (and its client)."""
+    props = {
+        **backend_conf(app, instances, sleeper_template(home)),
+        **client_props(cluster, TEAM, token_for(cluster, TEAM, "spark-driver")),
+        **conf,
+    }
+    api = api_with(props, home)
+    return api, KubernetesClusterSchedulerBackend.create(props, app_id=app, driver_url=DRIVER_URL, api=api)
+
+
+def forbidden_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The backend's log lines about a request the server refused (403)."""
+    return [r.getMessage() for r in caplog.records if "forbidden" in r.getMessage().lower()]
+
+
 def test_the_driver_role_is_enough_for_allocation_replacement_and_cleanup(
     cluster: LocalCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     app, admin = "spark-rbac-driver", cluster.api(TEAM)
-    props = {
-        **backend_conf(app, 3, sleeper_template(tmp_path)),
-        **client_props(cluster, TEAM, token_for(cluster, TEAM, "spark-driver")),
-        "spark.authenticate": "true",  # the executors' secret too
-        "spark.authenticate.secret": "s3cret",
-    }
-    api = api_with(props, tmp_path)
-    backend = KubernetesClusterSchedulerBackend.create(props, app_id=app, driver_url=DRIVER_URL, api=api)
+    api, backend = driver_role_backend(
+        cluster,
+        app,
+        3,
+        tmp_path,
+        **{"spark.authenticate": "true", "spark.authenticate.secret": "s3cret"},  # the executors' secret too
+    )
     with caplog.at_level(logging.WARNING, logger="k8s_backend"):
         backend.start()
         try:
@@ -101,12 +118,12 @@ def test_the_driver_role_is_enough_for_allocation_replacement_and_cleanup(
     until(lambda: admin.list(CONFIG_MAPS, TEAM, label_selector=selector).items == [], "ConfigMap collected")
     assert admin.list(SECRETS, TEAM, label_selector=selector).items == []
     assert [lease["metadata"]["name"] for lease in admin.list(LEASES, TEAM).items] == []
-    refused = [r.getMessage() for r in caplog.records if "forbidden" in r.getMessage().lower()]
+    messages = forbidden_lines(caplog)
     # Nodes are read with the optional ClusterRole (examples/kubernetes/driver-nodes-rbac.yaml): without
     # it, one warning, and decommission on notice goes on with the pods' DisruptionTarget condition.
-    nodes = [m for m in refused if m.startswith("Cannot read nodes")]
-    assert len(nodes) == 1 and "driver-nodes-rbac.yaml" in nodes[0], refused
-    assert [m for m in refused if m not in nodes] == [], refused
+    nodes = [m for m in messages if m.startswith("Cannot read nodes")]
+    assert len(nodes) == 1 and "driver-nodes-rbac.yaml" in nodes[0], messages
+    assert [m for m in messages if m not in nodes] == [], messages
     api.close()
 
 
@@ -116,13 +133,9 @@ def test_the_driver_role_may_orphan_its_lease_s_dependents_when_executors_are_ke
     """With deleteOnTermination=false the Lease is deleted with propagationPolicy Orphan: the Role's
     ``delete`` on leases is all it takes (the server adds the finalizer, the collector does the rest)."""
     app, admin = "spark-rbac-kept", cluster.api(TEAM)
-    props = {
-        **backend_conf(app, 1, sleeper_template(tmp_path)),
-        **client_props(cluster, TEAM, token_for(cluster, TEAM, "spark-driver")),
-        "spark.kubernetes.executor.deleteOnTermination": "false",
-    }
-    api = api_with(props, tmp_path)
-    backend = KubernetesClusterSchedulerBackend.create(props, app_id=app, driver_url=DRIVER_URL, api=api)
+    api, backend = driver_role_backend(
+        cluster, app, 1, tmp_path, **{"spark.kubernetes.executor.deleteOnTermination": "false"}
+    )
     with caplog.at_level(logging.WARNING, logger="k8s_backend"):
         backend.start()
         try:
@@ -131,8 +144,8 @@ def test_the_driver_role_may_orphan_its_lease_s_dependents_when_executors_are_ke
             backend.stop()
     until(lambda: admin.list(LEASES, TEAM).items == [], "the Lease deleted")
     assert len(all_pods(admin, app, TEAM)) == 1  # kept, as asked
-    refused = [r.getMessage() for r in caplog.records if "forbidden" in r.getMessage().lower()]
-    assert [m for m in refused if not m.startswith("Cannot read nodes")] == [], refused
+    messages = forbidden_lines(caplog)
+    assert [m for m in messages if not m.startswith("Cannot read nodes")] == [], messages
     selector = f"spark-app-selector={app}"
     admin.delete_collection(PODS, TEAM, label_selector=selector)
     admin.delete_collection(CONFIG_MAPS, TEAM, label_selector=selector)
