@@ -119,6 +119,18 @@ DRIVER_KEYS: tuple[Key, ...] = (
         has_spark_entry=False,
     ),
     Key(
+        "spark.kubernetes.driver.classDataSharing",
+        Kind.BOOL,
+        "true",
+        "A driver JVM that k8s_backend starts (a `pyk8s://` session, `k8s-backend submit` in client mode) "
+        "maps Spark's classes from a class data sharing archive instead of loading them from its jars: "
+        "a third less CPU and 1.5 s less to start here. The first such JVM for a Java and a Spark install "
+        "records the archive in the cache folder (about 150 MB) as it exits, which makes that exit some "
+        "seconds longer, once. Off when the JVM is given a class data sharing option of its own "
+        "(`-Xshare`, `-XX:SharedArchiveFile`, ...).",
+        has_spark_entry=False,
+    ),
+    Key(
         "spark.kubernetes.driver.heartbeat.leaseDuration",
         Kind.DURATION_S,
         "60s",

@@ -106,6 +106,7 @@ class BackendFactory:
         self.last_error: Exception | None = None
         self.current: PythonBackendCallbacks | None = None
         self.local: Any = None  # the running local cluster, for pyk8s://local
+        self.made_a_backend = False  # whether a SparkContext got as far as creating a backend here
 
     def create(
         self, java_backend: Any, master_url: str, conf_json: str, driver_url: str
@@ -121,6 +122,7 @@ class BackendFactory:
             )
             raise
         self.current = callbacks
+        self.made_a_backend = True
         return callbacks
 
     def _create(

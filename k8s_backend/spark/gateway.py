@@ -17,7 +17,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from k8s_backend.spark.jar import BridgeJarError
+from k8s_backend.spark import class_sharing
+from k8s_backend.spark.class_sharing import ClassSharing
+from k8s_backend.spark.jar import BridgeJarError, installed_pyspark
 from k8s_backend.spark.jvm_start import HeldStderr, start_failure
 from k8s_backend.spark.status import FACTORY_ATTRIBUTE
 
@@ -28,6 +30,8 @@ PROTOCOL_VERSION = 2  # must match PyK8sClusterManager.PROTOCOL_VERSION
 CLASSPATH_KEY = "spark.driver.extraClassPath"
 STDERR_ATTRIBUTE = "_k8s_backend_jvm_stderr"  # the HeldStderr of a JVM launch() started, on its gateway
 JVM_EXIT_WAIT = 10.0  # seconds for the JVM to exit, then for its last output to be written, at shut-down
+SHARING_ATTRIBUTE = "_k8s_backend_class_sharing"  # the ClassSharing of a JVM launch() started, on its gateway
+RECORDING_EXIT_WAIT = 180.0  # seconds for a JVM that writes its class archive (8 s here, idle) to exit
 
 
 class _LaunchConf:
@@ -67,16 +71,24 @@ def launch(
     import pyspark.java_gateway as java_gateway
 
     launch_gateway: Any = java_gateway.launch_gateway
-    launch_conf = _LaunchConf(launch_properties(conf, jar).items())
     kwargs = dict(popen_kwargs or {})
+    properties = launch_properties(conf, jar)
+    # A JVM whose stderr the caller chose ends with this process, not in shut_down(), which puts a
+    # recorded archive in place: it may only map one.
+    sharing = class_sharing.plan(
+        properties, os.environ, installed_pyspark().jars_dir, may_record="stderr" not in kwargs
+    )
+    if sharing is not None:
+        properties = sharing.apply(properties)
+    launch_conf = _LaunchConf(properties.items())
     if "stderr" in kwargs:
-        return launch_gateway(launch_conf, kwargs)
+        return _with_sharing(_started(launch_gateway, launch_conf, kwargs, sharing), sharing)
     read_fd, write_fd = os.pipe()
     held = HeldStderr(read_fd, java_stacks=java_stacks)
     held.start()
     kwargs["stderr"] = write_fd
     try:
-        gateway = launch_gateway(launch_conf, kwargs)
+        gateway = _started(launch_gateway, launch_conf, kwargs, sharing)
     except Exception as error:
         os.close(write_fd)  # the JVM holds the other copy: the reader sees the end when it exits
         raise start_failure(held.output()) from error
@@ -87,9 +99,26 @@ def launch(
     os.close(write_fd)
     held.release()
     setattr(gateway, STDERR_ATTRIBUTE, held)
+    _with_sharing(gateway, sharing)
     # Registered before anything the JVM's session registers (the backend's stop, a local cluster's):
     # atexit runs it after them, once nothing needs the JVM any more.
     atexit.register(shut_down, gateway)
+    return gateway
+
+
+def _started(launch_gateway: Any, launch_conf: _LaunchConf, kwargs: dict[str, Any],
+             sharing: ClassSharing | None) -> Any:
+    """pyspark's ``launch_gateway``; a JVM that did not start records no class archive (lock released)."""
+    try:
+        return launch_gateway(launch_conf, kwargs)
+    except BaseException:
+        if sharing is not None:
+            sharing.finish(exited_cleanly=False)
+        raise
+
+
+def _with_sharing(gateway: Any, sharing: ClassSharing | None) -> Any:
+    setattr(gateway, SHARING_ATTRIBUTE, sharing)
     return gateway
 
 
@@ -105,6 +134,11 @@ def shut_down(gateway: Any, wait: float = JVM_EXIT_WAIT) -> bool:
     proc = getattr(gateway, "proc", None)
     if proc is None:
         return True
+    sharing: ClassSharing | None = getattr(gateway, SHARING_ATTRIBUTE, None)
+    recording = sharing is not None and sharing.records and proc.poll() is None
+    if recording:
+        log.info("The driver JVM records its class archive as it exits (once; later drivers start faster)")
+        wait = max(wait, RECORDING_EXIT_WAIT)
     if proc.stdin is not None and not proc.stdin.closed:
         with contextlib.suppress(OSError):  # (a broken pipe: the JVM is gone already)
             proc.stdin.close()  # the JVM's PythonGatewayServer exits on the end of its stdin
@@ -113,6 +147,14 @@ def shut_down(gateway: Any, wait: float = JVM_EXIT_WAIT) -> bool:
     except subprocess.TimeoutExpired:
         log.warning("The driver JVM (pid %s) did not exit within %.0fs of being asked to", proc.pid, wait)
         return False
+    finally:
+        if sharing is not None:
+            # Only a JVM that we saw end cleanly (PythonGatewayServer exits 0) wrote a whole archive.
+            factory = getattr(gateway, FACTORY_ATTRIBUTE, None)
+            sharing.finish(
+                exited_cleanly=proc.poll() == 0, ran_a_driver=bool(getattr(factory, "made_a_backend", False))
+            )
+            setattr(gateway, SHARING_ATTRIBUTE, None)
     held = jvm_stderr(gateway)
     return held is None or held.wait_for_end(wait)
 

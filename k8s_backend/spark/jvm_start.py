@@ -20,6 +20,7 @@ from k8s_backend.errors import K8sBackendError
 from k8s_backend.spark.jvm_log import JvmLogFilter
 
 STDERR_FD = 2
+CLASS_SHARING_KEY = "spark.kubernetes.driver.classDataSharing"  # (k8s_backend.spark.class_sharing.KEY)
 EOF_WAIT = 10.0  # seconds to wait for the rest of a failed JVM's output once it exited
 
 _EXCEPTION = re.compile(r'^Exception in thread "[^"]*" (?:[\w.$]+?)(?::\s*(?P<message>.*))?$')
@@ -45,6 +46,8 @@ def start_failure(output: str, what: str = "the driver JVM") -> DriverStartError
     if reason.startswith("[") and reason.endswith("]"):  # Spark lists unresolved dependencies so
         reason = reason[1:-1]
     hint = "see its output with -v (k8s-backend submit -v)"
+    if "SharedArchiveFile" in reason or "ArchiveClassesAtExit" in reason:
+        hint = f"a JVM without class data sharing needs {CLASS_SHARING_KEY}=false; " + hint
     if "unresolved dependency" in reason:
         hint = (
             "check the coordinates in --packages (spark.jars.packages), --repositories "
