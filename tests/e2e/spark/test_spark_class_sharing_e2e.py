@@ -6,6 +6,7 @@ driver's stderr."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -67,3 +68,4 @@ def test_the_first_driver_records_the_archive_and_the_next_maps_it(tmp_path: Pat
 
     off = run_driver(tmp_path, "spark.kubernetes.driver.classDataSharing=false")
     assert mapped(off) == "MAPPED []"
+    shutil.rmtree(folder)  # 110-150 MB that pytest would keep with its last runs' folders
