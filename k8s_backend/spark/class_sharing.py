@@ -8,15 +8,21 @@ of 4.4. On a small machine that CPU is taken from the API server while the first
 
 The first driver JVM for a given Java and classpath records the archive as it exits
 (``-XX:ArchiveClassesAtExit``), which makes that one exit several seconds longer; later ones map it
-(``-XX:SharedArchiveFile``). One JVM records at a time (a lock file naming the recording process); a
-JVM that cannot write one (a JDK without a base archive, a non-empty directory on the classpath) leaves
-a marker, so the recording is not paid again for that classpath. The JVM checks an archive against its
-own classpath and jars and quietly ignores one that does not match, so a stale archive costs the
-saving, never correctness; its CDS log is turned off for that reason (``-Xlog:cds*=off``).
+(``-XX:SharedArchiveFile``). The options go to spark-submit in ``SPARK_SUBMIT_OPTS``, which adds them to
+the driver's command line and replaces none of the user's Java options (``--conf
+spark.driver.extraJavaOptions`` would replace the one from ``spark-defaults.conf``).
 
-Nothing is recorded in a cluster-mode driver's pod, whose cache ends with it. A CDS option the user
-gives the JVM (``-Xshare:...``, ``-XX:SharedArchiveFile``, ...) in the driver's Java options or the
-environment turns this off, and so does ``spark.kubernetes.driver.classDataSharing=false``.
+One JVM records at a time: the recorder holds an exclusive ``flock`` on a lock file, and passes the
+descriptor to the JVM, so that the lock lasts until both have ended, whichever ends first. A JVM that
+cannot write an archive leaves a marker, so the recording is not paid again for that classpath; none is
+recorded where the JVM would refuse to (a Java agent, a non-empty folder on the classpath). The JVM
+checks an archive against its own classpath and jars and quietly ignores one that does not match, so a
+stale archive costs the saving, never correctness; its CDS log is off for that reason (``-Xlog:cds*=off``).
+The folder keeps the :data:`KEEP` archives used last.
+
+Nothing is recorded in a cluster-mode driver's pod, whose cache ends with it. A CDS option the user gives
+the JVM (``-Xshare:...``, ``-XX:SharedArchiveFile``, ...) turns this off, and so does
+``spark.kubernetes.driver.classDataSharing=false``.
 """
 
 from __future__ import annotations
@@ -25,49 +31,57 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import shutil
-import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 
+from k8s_backend.common.environment import variable_set
 from k8s_backend.conf.keys import key as conf_key
 from k8s_backend.spark.jar import cache_dir
+
+try:
+    import fcntl
+except ImportError:  # Windows: archives are mapped, never recorded
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
 KEY = "spark.kubernetes.driver.classDataSharing"
-OPTIONS_KEY = "spark.driver.extraJavaOptions"
+OPTIONS_ENV = "SPARK_SUBMIT_OPTS"  # spark-submit adds it to the driver JVM's command line in client mode
 QUIET = "-Xlog:cds*=off"  # a missing or mismatched archive is not worth a warning on the driver's stderr
 FOLDER = "class-archives"
-LOCK_WRITE_GRACE = 10.0  # seconds a lock may stay empty while its process writes its pid
+KEEP = 3  # archives kept in the folder, the most recently used
 # Options by which a user chooses class data sharing for the JVM; ours would then conflict.
-USER_CDS_OPTIONS = (
-    "-Xshare",
-    "SharedArchiveFile",
-    "ArchiveClassesAtExit",
-    "DumpLoadedClassList",
-    "SharedClassListFile",
-    "AutoCreateSharedArchive",
-)
-# Where else spark-submit's JVM takes options from.
-JAVA_OPTION_SOURCES = ("spark.driver.defaultJavaOptions", OPTIONS_KEY)
+USER_CDS_OPTIONS = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit", "DumpLoadedClassList",
+                    "SharedClassListFile", "AutoCreateSharedArchive")  # fmt: skip
+# A JVM with a Java agent refuses to start with -XX:ArchiveClassesAtExit (AllowArchivingWithJavaAgent).
+AGENT_OPTIONS = ("-javaagent", "-agentpath", "-agentlib", "-Xrun")
+# Where spark-submit's JVM takes Java options from, besides the driver's properties.
+JAVA_OPTION_KEYS = ("spark.driver.defaultJavaOptions", "spark.driver.extraJavaOptions")
 JAVA_OPTION_ENV = (
-    "SPARK_SUBMIT_OPTS",
+    OPTIONS_ENV,
     "JAVA_TOOL_OPTIONS",
     "JDK_JAVA_OPTIONS",
     "_JAVA_OPTIONS",
     "PYSPARK_SUBMIT_ARGS",
 )
+# Folders spark-submit's launcher puts on the classpath: a non-empty one makes the JVM refuse to dump.
+CLASSPATH_FOLDER_ENV = ("HADOOP_CONF_DIR", "YARN_CONF_DIR")
+_SUBMIT_ARGS_KEY = re.compile(r"--conf[= ]\s*['\"]?" + re.escape(KEY) + r"=(?P<value>[^\s'\"]+)")
 
 
 @attrs.frozen
 class ClassSharing:
-    """What one driver JVM does with the archive: map ``archive``, or record it at exit (``recording``)."""
+    """What one driver JVM does with the archive: map ``archive``, or record it at exit (``recording``,
+    holding the recorders' lock through ``lock_fd``)."""
 
     archive: Path
     recording: Path | None = None  # this JVM writes the archive here as it exits; None: it maps it
+    lock_fd: int | None = None
 
     @property
     def records(self) -> bool:
@@ -79,40 +93,60 @@ class ClassSharing:
             return f"-XX:ArchiveClassesAtExit={self.recording} {QUIET}"
         return f"-XX:SharedArchiveFile={self.archive} {QUIET}"
 
-    def apply(self, properties: Mapping[str, str]) -> dict[str, str]:
-        """``properties`` with :meth:`java_options` after the driver's own Java options."""
-        given = properties.get(OPTIONS_KEY, "").strip()
-        return {**properties, OPTIONS_KEY: f"{given} {self.java_options()}".strip()}
+    def popen_kwargs(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """``kwargs`` for the JVM's ``Popen``, which inherits the lock while it records."""
+        if self.lock_fd is None:
+            return dict(kwargs)
+        passed: tuple[int, ...] = tuple(kwargs.get("pass_fds", ()))
+        return {**kwargs, "pass_fds": (*passed, self.lock_fd)}
 
-    def finish(self, exited_cleanly: bool, ran_a_driver: bool = True) -> bool:
-        """After the JVM ended: put a recorded archive in place and release the lock. Returns whether an
-        archive was put in place. A JVM that exited cleanly without writing one cannot (marked, so that
-        it is not asked again). The archive of a JVM that never ran a driver (its SparkContext failed,
-        or none was made) holds too few of Spark's classes to keep: a later driver records one."""
+    @contextlib.contextmanager
+    def submit_options(self) -> Iterator[None]:
+        """:meth:`java_options` in ``SPARK_SUBMIT_OPTS`` while pyspark starts spark-submit.
+
+        pyspark gives spark-submit a copy of ``os.environ`` (its ``popen_kwargs`` cannot carry an
+        environment), so the variable is set for the launch and put back after it.
+        """
+        options = self.java_options()
+        with variable_set(OPTIONS_ENV, lambda before: f"{before or ''} {options}".strip()):
+            yield
+
+    def finish(self, exit_code: int | None, ran_a_driver: bool = True) -> bool:
+        """After the JVM ended with ``exit_code`` (None: it has not ended yet): put a recorded archive in
+        place, and let go of the lock. Returns whether an archive was put in place.
+
+        A JVM that ended on its own without writing one (exit 0 without a file; exit 1 is HotSpot's
+        failed dump) cannot: a marker keeps later drivers from asking again. The archive of a JVM that never
+        ran a driver (its SparkContext failed, or none was made) holds too few of Spark's classes to keep.
+        A JVM still running keeps its half-written file and the lock: the next recorder removes the file.
+        """
         if self.recording is None:
             return False
         try:
-            written = self.recording.is_file() and self.recording.stat().st_size > 0
-            if not ran_a_driver:
-                self.recording.unlink(missing_ok=True)
-                return False
-            if exited_cleanly and written:
-                os.replace(self.recording, self.archive)
-                log.info(
-                    "Recorded the driver JVM's class archive %s: later drivers start faster", self.archive
-                )
-                return True
-            self.recording.unlink(missing_ok=True)
-            if exited_cleanly:
-                failed_marker(self.archive).touch()
-                log.info(
-                    "The driver JVM wrote no class archive; k8s_backend will not ask it again for this "
-                    "Java and classpath (delete %s to retry)",
-                    failed_marker(self.archive),
-                )
+            return self._settle(self.recording, exit_code, ran_a_driver)
+        except OSError as error:
+            log.debug("Could not settle the class archive %s: %s", self.recording, error)
             return False
         finally:
-            lock_file(self.archive).unlink(missing_ok=True)
+            if self.lock_fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self.lock_fd)  # the lock is free once the JVM's copy is closed too
+
+    def _settle(self, recording: Path, exit_code: int | None, ran_a_driver: bool) -> bool:
+        if exit_code is None:
+            return False
+        written = recording.is_file() and recording.stat().st_size > 0
+        if exit_code == 0 and written and ran_a_driver:
+            os.replace(recording, self.archive)
+            prune(self.archive.parent)
+            log.info("Recorded the driver JVM's class archive %s: later drivers start faster", self.archive)
+            return True
+        recording.unlink(missing_ok=True)
+        if exit_code >= 0 and ran_a_driver:  # not a signal: the JVM could not write it
+            failed_marker(self.archive).touch()
+            log.info("The driver JVM wrote no class archive (exit %d); delete %s to have the next driver try "
+                     "again", exit_code, failed_marker(self.archive))  # fmt: skip
+        return False
 
 
 def plan(
@@ -125,48 +159,96 @@ def plan(
 ) -> ClassSharing | None:
     """How the driver JVM to be launched with ``properties`` (and ``environ``, Spark's jars in
     ``jars_dir``) uses an archive in ``folder``, or None when it does not: it maps the archive if there is
-    one, else records it if ``may_record`` and no other process records it now.
+    one, else records it if ``may_record`` and no other process records it now. A cache folder that
+    cannot be used is no error: the JVM then starts as it would without k8s_backend.
 
     Raises :class:`k8s_backend.ConfigError` naming :data:`KEY` for a value that is not a boolean.
     """
-    raw = properties.get(KEY)
+    raw = properties.get(KEY) or submit_args_value(environ.get("PYSPARK_SUBMIT_ARGS", ""))
     if raw is not None and not conf_key(KEY).convert(raw):
         return None
-    if user_chose_sharing(properties, environ):
+    if given_options(properties, environ, USER_CDS_OPTIONS):
         return None
+    try:
+        return _plan(properties, environ, jars_dir, may_record, folder)
+    except (OSError, RuntimeError) as error:  # (RuntimeError: Path.home() without a home)
+        log.debug("No class archive for the driver JVM: %s", error)
+        return None
+
+
+def _plan(
+    properties: Mapping[str, str], environ: Mapping[str, str], jars_dir: Path, may_record: bool,
+    folder: Path | None,
+) -> ClassSharing | None:  # fmt: skip
     java = java_binary(environ)
     if java is None:
         return None  # spark-submit will say that it found no java
-    classpath = [
-        jars_dir,
-        *(Path(p) for p in properties.get("spark.driver.extraClassPath", "").split(os.pathsep) if p),
-    ]
-    folder = folder or cache_dir() / FOLDER
-    archive = folder / f"{archive_key(java, classpath)}.jsa"
-    if any(c.isspace() or c in "\"'" for c in str(archive)):
-        return None  # spark-submit splits Java options at spaces
+    extra = [Path(p) for p in properties.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
+    folder = (folder or cache_dir() / FOLDER).resolve()
+    archive = folder / f"{archive_key(java, [jars_dir, *extra])}.jsa"
+    if any(c.isspace() or c in "\"'\\" for c in str(archive)):
+        return None  # spark-submit splits Java options at spaces and reads quotes and backslashes
     if archive.is_file():
-        with contextlib.suppress(OSError):
-            os.utime(archive)  # last used: what a clean-up of the cache goes by
+        os.utime(archive)  # last used: what the pruning goes by
         return ClassSharing(archive)
     if (
         not may_record
-        or properties.get("spark.kubernetes.submitInDriver") == "true"
+        or fcntl is None
+        or properties.get("spark.kubernetes.submitInDriver") == "true"  # a pod's cache ends with it
         or failed_marker(archive).exists()
+        or given_options(properties, environ, AGENT_OPTIONS)
+        or nonempty_classpath_folder([*extra, spark_conf_dir(jars_dir, environ)], environ)
     ):
-        return None  # a driver pod's cache ends with it; or this JVM cannot write one
-    folder.mkdir(parents=True, exist_ok=True)
-    if not take_lock(archive):
-        return None  # another driver records it now
-    return ClassSharing(archive, recording=archive.with_name(f"{archive.name}.{os.getpid()}.tmp"))
+        return None
+    return record(archive)
 
 
-def user_chose_sharing(properties: Mapping[str, str], environ: Mapping[str, str]) -> bool:
-    """Whether the user gives the JVM a class data sharing option of their own."""
-    given = [properties.get(k, "") for k in JAVA_OPTION_SOURCES] + [
-        environ.get(k, "") for k in JAVA_OPTION_ENV
-    ]
-    return any(option in text for text in given for option in USER_CDS_OPTIONS)
+def record(archive: Path) -> ClassSharing | None:
+    """Become the one recorder of ``archive``, or None when another process records it now."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(lock_file(archive), os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        return None
+    if archive.is_file():  # another recorder finished between our look and the lock
+        os.close(descriptor)
+        return ClassSharing(archive)
+    for stale in archive.parent.glob(f"{archive.name}.*.tmp"):  # a recorder that was cut short
+        stale.unlink(missing_ok=True)
+    recording = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
+    return ClassSharing(archive, recording=recording, lock_fd=descriptor)
+
+
+def submit_args_value(submit_args: str) -> str | None:
+    """:data:`KEY`'s value in ``PYSPARK_SUBMIT_ARGS`` (``--conf KEY=...``), if given there."""
+    found = _SUBMIT_ARGS_KEY.search(submit_args)
+    return found.group("value") if found else None
+
+
+def given_options(
+    properties: Mapping[str, str], environ: Mapping[str, str], options: tuple[str, ...]
+) -> bool:
+    """Whether one of ``options`` is among the Java options the user gives the driver JVM."""
+    given = [properties.get(k, "") for k in JAVA_OPTION_KEYS] + [environ.get(k, "") for k in JAVA_OPTION_ENV]
+    return any(option in text for text in given for option in options)
+
+
+def spark_conf_dir(jars_dir: Path, environ: Mapping[str, str]) -> Path:
+    """The configuration folder spark-submit's launcher puts first on the classpath."""
+    return Path(environ.get("SPARK_CONF_DIR") or jars_dir.parent / "conf")
+
+
+def nonempty_classpath_folder(entries: list[Path], environ: Mapping[str, str]) -> bool:
+    """Whether a folder on the driver's classpath holds files: HotSpot then refuses to dump an archive."""
+    listed = [*entries, *(Path(environ[k]) for k in CLASSPATH_FOLDER_ENV if environ.get(k))]
+    listed += [Path(p) for p in environ.get("SPARK_DIST_CLASSPATH", "").split(os.pathsep) if p]
+    for entry in listed:
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and any(entry.iterdir()):
+                return True
+    return False
 
 
 def java_binary(environ: Mapping[str, str]) -> Path | None:
@@ -195,56 +277,21 @@ def archive_key(java: Path, classpath: list[Path]) -> str:
     return digest.hexdigest()[:16]
 
 
+def prune(folder: Path, keep: int = KEEP) -> None:
+    """Delete all but the ``keep`` archives used last (a JVM that maps one keeps its mapping)."""
+    used: list[tuple[float, Path]] = []
+    for archive in folder.glob("*.jsa"):
+        with contextlib.suppress(OSError):  # (another process's prune took it)
+            used.append((archive.stat().st_mtime, archive))
+    for _, old in sorted(used, reverse=True)[keep:]:
+        for path in (old, lock_file(old), failed_marker(old)):
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+
+
 def lock_file(archive: Path) -> Path:
     return archive.with_name(archive.name + ".lock")
 
 
 def failed_marker(archive: Path) -> Path:
     return archive.with_name(archive.name + ".failed")
-
-
-def take_lock(archive: Path) -> bool:
-    """Become the one process recording ``archive``; a lock whose process is gone is taken over, and
-    what that process left half written is removed."""
-    lock = lock_file(archive)
-    for _ in range(2):
-        try:
-            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            if process_alive(read_pid(lock)) or just_made(lock):
-                return False
-            lock.unlink(missing_ok=True)
-            for stale in archive.parent.glob(f"{archive.name}.*.tmp"):
-                stale.unlink(missing_ok=True)
-            continue
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(str(os.getpid()))
-        return True
-    return False
-
-
-def just_made(lock: Path) -> bool:
-    """A lock without a pid yet: its process is between creating it and writing its pid."""
-    try:
-        return read_pid(lock) is None and time.time() - lock.stat().st_mtime < LOCK_WRITE_GRACE
-    except OSError:
-        return False
-
-
-def read_pid(lock: Path) -> int | None:
-    try:
-        return int(lock.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def process_alive(pid: int | None) -> bool:
-    if pid is None or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True

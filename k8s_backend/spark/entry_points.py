@@ -19,12 +19,12 @@ any Python runs. ``k8s-backend submit --master pyk8s://... app.py`` is the comma
 from __future__ import annotations
 
 import contextlib
-import os
 import shlex
 import threading
 from collections.abc import Iterator
 from typing import Any
 
+from k8s_backend.common.environment import variable_set
 from k8s_backend.spark.master import is_pyk8s
 
 SUBMIT_ARGS_ENV = "PYSPARK_SUBMIT_ARGS"
@@ -87,12 +87,5 @@ def submit_args_master(submit_args: str) -> tuple[str | None, str]:
 @contextlib.contextmanager
 def submit_args_without_master(rest: str) -> Iterator[None]:
     """``PYSPARK_SUBMIT_ARGS`` is ``rest`` while the JVM starts; spark-submit must not see the master."""
-    previous = os.environ.get(SUBMIT_ARGS_ENV)
-    os.environ[SUBMIT_ARGS_ENV] = rest or "pyspark-shell"
-    try:
+    with variable_set(SUBMIT_ARGS_ENV, lambda _: rest or "pyspark-shell"):
         yield
-    finally:
-        if previous is None:
-            os.environ.pop(SUBMIT_ARGS_ENV, None)
-        else:
-            os.environ[SUBMIT_ARGS_ENV] = previous

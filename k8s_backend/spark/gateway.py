@@ -79,7 +79,7 @@ def launch(
         properties, os.environ, installed_pyspark().jars_dir, may_record="stderr" not in kwargs
     )
     if sharing is not None:
-        properties = sharing.apply(properties)
+        kwargs = sharing.popen_kwargs(kwargs)
     launch_conf = _LaunchConf(properties.items())
     if "stderr" in kwargs:
         return _with_sharing(_started(launch_gateway, launch_conf, kwargs, sharing), sharing)
@@ -108,12 +108,15 @@ def launch(
 
 def _started(launch_gateway: Any, launch_conf: _LaunchConf, kwargs: dict[str, Any],
              sharing: ClassSharing | None) -> Any:
-    """pyspark's ``launch_gateway``; a JVM that did not start records no class archive (lock released)."""
-    try:
+    """pyspark's ``launch_gateway``, with the class archive's options; a JVM that did not start records
+    no class archive (the lock is let go)."""
+    if sharing is None:
         return launch_gateway(launch_conf, kwargs)
+    try:
+        with sharing.submit_options():
+            return launch_gateway(launch_conf, kwargs)
     except BaseException:
-        if sharing is not None:
-            sharing.finish(exited_cleanly=False)
+        sharing.finish(exit_code=None, ran_a_driver=False)
         raise
 
 
@@ -138,22 +141,23 @@ def shut_down(gateway: Any, wait: float = JVM_EXIT_WAIT) -> bool:
     recording = sharing is not None and sharing.records and proc.poll() is None
     if recording:
         log.info("The driver JVM records its class archive as it exits (once; later drivers start faster)")
-        wait = max(wait, RECORDING_EXIT_WAIT)
+    exit_wait = max(wait, RECORDING_EXIT_WAIT) if recording else wait
     if proc.stdin is not None and not proc.stdin.closed:
         with contextlib.suppress(OSError):  # (a broken pipe: the JVM is gone already)
             proc.stdin.close()  # the JVM's PythonGatewayServer exits on the end of its stdin
     try:
-        proc.wait(wait)
+        proc.wait(exit_wait)
     except subprocess.TimeoutExpired:
-        log.warning("The driver JVM (pid %s) did not exit within %.0fs of being asked to", proc.pid, wait)
+        log.warning(
+            "The driver JVM (pid %s) did not exit within %.0fs of being asked to", proc.pid, exit_wait
+        )
         return False
     finally:
         if sharing is not None:
             # Only a JVM that we saw end cleanly (PythonGatewayServer exits 0) wrote a whole archive.
             factory = getattr(gateway, FACTORY_ATTRIBUTE, None)
-            sharing.finish(
-                exited_cleanly=proc.poll() == 0, ran_a_driver=bool(getattr(factory, "made_a_backend", False))
-            )
+            ran_a_driver = bool(getattr(factory, "made_a_backend", False))
+            sharing.finish(exit_code=proc.poll(), ran_a_driver=ran_a_driver)
             setattr(gateway, SHARING_ATTRIBUTE, None)
     held = jvm_stderr(gateway)
     return held is None or held.wait_for_end(wait)

@@ -46,7 +46,7 @@ def start_failure(output: str, what: str = "the driver JVM") -> DriverStartError
     if reason.startswith("[") and reason.endswith("]"):  # Spark lists unresolved dependencies so
         reason = reason[1:-1]
     hint = "see its output with -v (k8s-backend submit -v)"
-    if "SharedArchiveFile" in reason or "ArchiveClassesAtExit" in reason:
+    if any(word in reason for word in ("SharedArchiveFile", "ArchiveClassesAtExit", "CDS")):
         hint = f"a JVM without class data sharing needs {CLASS_SHARING_KEY}=false; " + hint
     if "unresolved dependency" in reason:
         hint = (
