@@ -6,6 +6,7 @@ allocation one list of ResourceQuotas per round that creates pods."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ import pytest
 
 from k8s_backend import KubernetesClusterSchedulerBackend
 from k8s_backend.kube.delegate import DelegatingKubernetesApi
-from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NODES, PODS, PVCS, SERVICES, Resource
+from k8s_backend.kube.port import CONFIG_MAPS, LEASES, NODES, PODS, PVCS, SERVICES, NotFoundError, Resource
 from k8s_backend.lifecycle.autoscaler_hints import ExecutorActivity
 from k8s_backend.testing import FakeKubernetes
 
@@ -190,7 +191,9 @@ def test_with_a_driver_the_executors_exits_at_stop_are_seen_on_the_watch_without
             while "stop the allocator" not in sequence.completed and not stopped.is_set():
                 time.sleep(0.01)
             for name in names:
-                fake.patch_status(PODS, "default", name, {"phase": "Succeeded"})
+                # On a loaded machine stop() may give up waiting and delete a pod before its exit is written.
+                with contextlib.suppress(NotFoundError):
+                    fake.patch_status(PODS, "default", name, {"phase": "Succeeded"})
 
         exits = threading.Thread(target=exit_once_waited_for)
         exits.start()
