@@ -17,10 +17,10 @@ import threading
 from collections.abc import Callable
 
 from k8s_backend.errors import K8sBackendError
+from k8s_backend.spark.class_sharing import KEY as CLASS_SHARING_KEY
 from k8s_backend.spark.jvm_log import JvmLogFilter
 
 STDERR_FD = 2
-CLASS_SHARING_KEY = "spark.kubernetes.driver.classDataSharing"  # (k8s_backend.spark.class_sharing.KEY)
 EOF_WAIT = 10.0  # seconds to wait for the rest of a failed JVM's output once it exited
 
 _EXCEPTION = re.compile(r'^Exception in thread "[^"]*" (?:[\w.$]+?)(?::\s*(?P<message>.*))?$')
